@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine/core"
+)
+
+// Config configures the bundled engine. Zero values take the documented
+// defaults, so Config{} is a working fast engine for tests.
+type Config struct {
+	// Model is the model_name label and the model id served; default "pdchaos-fake".
+	Model string `yaml:"model" json:"model"`
+	// TP is the number of tensor-parallel ranks on each side; default 1.
+	TP int `yaml:"tp" json:"tp"`
+	// TransferWorkers per prefill rank; default 4.
+	TransferWorkers int `yaml:"transfer_workers" json:"transfer_workers"`
+	// PageSize is tokens per KV page; default 16.
+	PageSize int `yaml:"page_size" json:"page_size"`
+	// ChunkPages is pages per KV transfer chunk; default 4.
+	ChunkPages int `yaml:"chunk_pages" json:"chunk_pages"`
+	// Pages is the decode KV pool per rank; default 16384.
+	Pages int `yaml:"pages" json:"pages"`
+	// MaxNewTokens is used when a request does not say; default 16.
+	MaxNewTokens int `yaml:"max_new_tokens" json:"max_new_tokens"`
+	// PrefillTokensPerSec paces forward passes; 0 = as fast as possible.
+	PrefillTokensPerSec float64 `yaml:"prefill_tokens_per_sec" json:"prefill_tokens_per_sec"`
+	// DecodeTokensPerSec paces decode steps; 0 = as fast as possible.
+	DecodeTokensPerSec float64 `yaml:"decode_tokens_per_sec" json:"decode_tokens_per_sec"`
+	// BootstrapTimeout, InflightTimeout (prefill) and WaitingTimeout (decode)
+	// are the fixed engine's deadlines; default 10s each. AckTimeout bounds
+	// how long decode holds an aborted room's pages waiting for prefill's
+	// ACK; default 5s.
+	BootstrapTimeout time.Duration `yaml:"bootstrap_timeout" json:"bootstrap_timeout"`
+	InflightTimeout  time.Duration `yaml:"inflight_timeout" json:"inflight_timeout"`
+	WaitingTimeout   time.Duration `yaml:"waiting_timeout" json:"waiting_timeout"`
+	AckTimeout       time.Duration `yaml:"ack_timeout" json:"ack_timeout"`
+	// Regressions switches known upstream races back on, by name.
+	Regressions []string `yaml:"regressions" json:"regressions"`
+	// Host is where every role listens; default 127.0.0.1.
+	Host string `yaml:"host" json:"host"`
+	// Seed drives the router's room choice; 0 picks 1.
+	Seed uint64 `yaml:"seed" json:"seed"`
+	// CheckInterval is how often idle loops look for work (deadlines,
+	// queues); default 5ms.
+	CheckInterval time.Duration `yaml:"check_interval" json:"check_interval"`
+}
+
+// withDefaults validates c and fills in defaults.
+func (c Config) withDefaults() (Config, core.Regressions, error) {
+	if c.Model == "" {
+		c.Model = "pdchaos-fake"
+	}
+	if c.TP <= 0 {
+		c.TP = 1
+	}
+	if 16%c.TP != 0 {
+		return c, nil, fmt.Errorf("engine config: tp %d must divide 16", c.TP)
+	}
+	if c.TransferWorkers <= 0 {
+		c.TransferWorkers = 4
+	}
+	if c.PageSize <= 0 {
+		c.PageSize = 16
+	}
+	if c.ChunkPages <= 0 {
+		c.ChunkPages = 4
+	}
+	if c.Pages <= 0 {
+		c.Pages = 16384
+	}
+	if c.MaxNewTokens <= 0 {
+		c.MaxNewTokens = 16
+	}
+	if c.PrefillTokensPerSec < 0 || c.DecodeTokensPerSec < 0 {
+		return c, nil, fmt.Errorf("engine config: token speeds must not be negative")
+	}
+	for _, d := range []*time.Duration{&c.BootstrapTimeout, &c.InflightTimeout, &c.WaitingTimeout} {
+		if *d <= 0 {
+			*d = 10 * time.Second
+		}
+	}
+	if c.AckTimeout <= 0 {
+		c.AckTimeout = 5 * time.Second
+	}
+	if c.Host == "" {
+		c.Host = "127.0.0.1"
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.CheckInterval <= 0 {
+		c.CheckInterval = 5 * time.Millisecond
+	}
+	reg, err := core.ParseRegressions(c.Regressions)
+	if err != nil {
+		return c, nil, fmt.Errorf("engine config: %w", err)
+	}
+	return c, reg, nil
+}

@@ -1,0 +1,243 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine/model"
+)
+
+// ErrCollectiveHang is returned by Decode.Step when the ranks' poll lists
+// differ in length: the MIN all-reduce would never complete, so the
+// scheduler is wedged for good (rank-desync).
+var ErrCollectiveHang = errors.New("rank poll lists differ: all-reduce never completes")
+
+// Errors a decode request can finish with.
+var (
+	ErrAborted       = errors.New("aborted")
+	ErrDecodeFailed  = errors.New("kv transfer from prefill failed")
+	ErrWaitingTimout = errors.New("timed out waiting for kv transfer")
+	ErrTooLong       = errors.New("prompt does not fit in the kv cache")
+)
+
+// DecodeAgent is what a decode rank tells prefill about itself.
+type DecodeAgent struct {
+	IP         string
+	NotifyPort int
+	Name       string
+}
+
+// DecodeConfig configures the decode side. Zero values get defaults.
+type DecodeConfig struct {
+	Ranks          int           // TP ranks; default 1
+	PageSize       int           // tokens per page; default 16
+	Pages          int           // pages per rank; default 8192
+	WaitingTimeout time.Duration // default 10s after metadata was sent
+	AckTimeout     time.Duration // default 5s: free an aborted room's pages even without prefill's ACK
+	Agents         []DecodeAgent // one per rank
+	Regressions    Regressions
+}
+
+func (c *DecodeConfig) defaults() {
+	if c.Ranks <= 0 {
+		c.Ranks = 1
+	}
+	if c.PageSize <= 0 {
+		c.PageSize = 16
+	}
+	if c.Pages <= 0 {
+		c.Pages = 8192
+	}
+	if c.WaitingTimeout <= 0 {
+		c.WaitingTimeout = 10 * time.Second
+	}
+	if c.AckTimeout <= 0 {
+		c.AckTimeout = 5 * time.Second
+	}
+	for len(c.Agents) < c.Ranks {
+		c.Agents = append(c.Agents, DecodeAgent{IP: "127.0.0.1", Name: fmt.Sprintf("decode-%d", len(c.Agents))})
+	}
+}
+
+// DecodeReq is one request in decode's scheduler.
+type DecodeReq struct {
+	Rid       string
+	Room      uint64
+	Bootstrap string // prefill bootstrap address this room pairs with
+	Tokens    []model.Token
+	MaxNew    int
+	Added     time.Time
+	MetaSent  time.Time
+	pages     [][]uint32 // per rank
+	chunks    []map[int]bool
+	lastID    []int
+	aux       []bool
+	flipped   bool // decode-abort-leak: receiver flipped, queues untouched
+	committed bool // transfer done, decoding
+	seed      uint64
+	generated int
+}
+
+// DecodeOut is a control message for a prefill rank.
+type DecodeOut struct {
+	Bootstrap string
+	Rank      int
+	Frames    [][]byte
+}
+
+// TokenOut is one generated token for a running request.
+type TokenOut struct {
+	Rid   string
+	Index int
+	Piece string
+	Done  bool
+}
+
+// DecodeFinish tells the runtime a request ended without completing.
+type DecodeFinish struct {
+	Rid  string
+	Room uint64
+	Err  error
+}
+
+// DecodeStepResult is what one decode scheduler iteration did.
+type DecodeStepResult struct {
+	Tokens   []TokenOut
+	Finished []DecodeFinish
+}
+
+type awaitingAck struct {
+	pages [][]uint32
+	acked []bool
+	since time.Time
+}
+
+type decodeRank struct {
+	status   *StatusTable
+	pool     *PagePool
+	prealloc []*DecodeReq
+	transfer []*DecodeReq
+}
+
+// Decode is the decode side's scheduler and receiver logic for all its TP
+// ranks. Pure: callers serialise calls and pass the time in.
+type Decode struct {
+	cfg      DecodeConfig
+	ranks    []*decodeRank
+	running  []*DecodeReq
+	byRid    map[string]*DecodeReq
+	byRoom   map[uint64]*DecodeReq
+	aborts   []string
+	awaiting map[uint64]*awaitingAck
+	hist     *History
+	out      []DecodeOut
+	hung     bool
+
+	// TransferFailed counts requests whose transfer failed or timed out.
+	TransferFailed int64
+	// StrayChunks counts chunks written for rooms decode no longer holds.
+	StrayChunks int64
+}
+
+// NewDecode returns an empty decode side.
+func NewDecode(cfg DecodeConfig, hist *History) *Decode {
+	cfg.defaults()
+	d := &Decode{cfg: cfg, byRid: map[string]*DecodeReq{}, byRoom: map[uint64]*DecodeReq{}, awaiting: map[uint64]*awaitingAck{}, hist: hist}
+	per := model.KVBytesPerToken / cfg.Ranks
+	for r := range cfg.Ranks {
+		d.ranks = append(d.ranks, &decodeRank{
+			status: NewStatusTable("decode", r, cfg.Regressions, hist),
+			pool:   NewPagePool(cfg.Pages, cfg.PageSize*per),
+		})
+	}
+	return d
+}
+
+// Config returns the effective configuration.
+func (d *Decode) Config() DecodeConfig { return d.cfg }
+
+// Add creates the request's receivers (already initialised: the runtime has
+// resolved and registered with the prefill rank) and queues it for
+// preallocation.
+func (d *Decode) Add(now time.Time, rid string, room uint64, bootstrap string, tokens []model.Token, maxNew int) error {
+	if _, ok := d.byRid[rid]; ok {
+		return fmt.Errorf("add request %s: duplicate rid", rid)
+	}
+	if _, ok := d.byRoom[room]; ok {
+		return fmt.Errorf("add request %s: room %d already in use", rid, room)
+	}
+	if d.pagesFor(len(tokens)) > d.cfg.Pages {
+		return fmt.Errorf("add request %s: %w (%d tokens)", rid, ErrTooLong, len(tokens))
+	}
+	req := &DecodeReq{Rid: rid, Room: room, Bootstrap: bootstrap, Tokens: tokens, MaxNew: maxNew, Added: now,
+		pages: make([][]uint32, len(d.ranks)), chunks: make([]map[int]bool, len(d.ranks)),
+		lastID: make([]int, len(d.ranks)), aux: make([]bool, len(d.ranks))}
+	for r, rk := range d.ranks {
+		req.chunks[r] = map[int]bool{}
+		req.lastID[r] = -1
+		rk.status.Update(now, room, Bootstrapping, WriterReceiver, "receiver created rid="+rid)
+		rk.status.Update(now, room, WaitingForInput, WriterReceiver, "receiver init")
+		rk.prealloc = append(rk.prealloc, req)
+	}
+	d.byRid[rid] = req
+	d.byRoom[room] = req
+	return nil
+}
+
+func (d *Decode) pagesFor(tokens int) int { return (tokens + d.cfg.PageSize - 1) / d.cfg.PageSize }
+
+// Abort is decode's abort_request (client disconnect). The fixed engine
+// applies it on every rank at the start of the next step.
+func (d *Decode) Abort(now time.Time, rid string) bool {
+	req, ok := d.byRid[rid]
+	if !ok {
+		return false
+	}
+	reg := d.cfg.Regressions
+	d.hist.Note(now, req.Room, "decode", 0, "abort-request", "client gone rid="+rid)
+	switch {
+	case reg.On(DecodeAbortLeak):
+		// Upstream only flipped the receiver and told prefill; the queues
+		// kept the request.
+		if !req.flipped {
+			req.flipped = true
+			d.sendAbort(now, req)
+		}
+	case reg.On(RankDesync) && len(d.ranks) > 1:
+		// Rank 0 drops the request from its own lists right away; the
+		// other ranks only at the next step.
+		rk := d.ranks[0]
+		rk.prealloc = remove(rk.prealloc, req)
+		rk.transfer = remove(rk.transfer, req)
+		d.aborts = append(d.aborts, rid)
+	default:
+		d.aborts = append(d.aborts, rid)
+	}
+	return true
+}
+
+func remove(q []*DecodeReq, req *DecodeReq) []*DecodeReq {
+	out := q[:0]
+	for _, r := range q {
+		if r != req {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (d *Decode) sendAbort(now time.Time, req *DecodeReq) {
+	for r := range d.ranks {
+		a := d.cfg.Agents[r]
+		d.out = append(d.out, DecodeOut{Bootstrap: req.Bootstrap, Rank: r, Frames: Abort{Room: req.Room, DecodeIP: a.IP, DecodePort: a.NotifyPort}.Frames()})
+	}
+	d.hist.Note(now, req.Room, "decode", 0, "abort-sent", "ABORT to prefill")
+}
+
+// TakeOutbound returns and forgets the control messages for prefill.
+func (d *Decode) TakeOutbound() []DecodeOut {
+	out := d.out
+	d.out = nil
+	return out
+}

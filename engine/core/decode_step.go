@@ -1,0 +1,290 @@
+package core
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine/model"
+)
+
+const (
+	stagePrealloc = iota
+	stageTransfer
+	stageRunning
+)
+
+func (req *DecodeReq) stage() int {
+	switch {
+	case req.committed:
+		return stageRunning
+	case !req.MetaSent.IsZero():
+		return stageTransfer
+	}
+	return stagePrealloc
+}
+
+func (d *Decode) backstops() bool {
+	reg := d.cfg.Regressions
+	return !reg.On(DecodeAbortLeak) && !reg.On(BootstrapThreadDeath)
+}
+
+// Hung reports whether the scheduler is wedged in a collective.
+func (d *Decode) Hung() bool { return d.hung }
+
+// Step is one decode scheduler iteration: rank consensus, pending aborts,
+// preallocation (sending metadata), transfer polling, and one token for each
+// running request.
+func (d *Decode) Step(now time.Time) (DecodeStepResult, error) {
+	var res DecodeStepResult
+	if d.hung {
+		return res, ErrCollectiveHang
+	}
+	for _, rk := range d.ranks[1:] {
+		if len(rk.prealloc) != len(d.ranks[0].prealloc) || len(rk.transfer) != len(d.ranks[0].transfer) {
+			d.hung = true
+			return res, ErrCollectiveHang
+		}
+	}
+	for _, rid := range d.aborts {
+		if req, ok := d.byRid[rid]; ok {
+			d.applyAbort(now, req, ErrAborted, "client abort")
+			res.Finished = append(res.Finished, DecodeFinish{req.Rid, req.Room, ErrAborted})
+		}
+	}
+	d.aborts = d.aborts[:0]
+
+	d.preallocate(now)
+	res.Finished = append(res.Finished, d.pollTransfers(now)...)
+
+	keep := d.running[:0]
+	for _, req := range d.running {
+		tok := model.OutputToken(req.seed, req.generated)
+		out := TokenOut{Rid: req.Rid, Index: req.generated, Piece: model.Piece(tok, req.generated)}
+		req.generated++
+		if req.generated >= req.MaxNew {
+			out.Done = true
+			d.release(now, req, Success, "generation done")
+		} else {
+			keep = append(keep, req)
+		}
+		res.Tokens = append(res.Tokens, out)
+	}
+	d.running = keep
+
+	for room, aw := range d.awaiting {
+		if now.Sub(aw.since) > d.cfg.AckTimeout {
+			d.hist.Note(now, room, "decode", 0, "ack-timeout", "freeing pages without prefill's ACK")
+			d.freeAwaiting(room)
+		}
+	}
+	return res, nil
+}
+
+func (d *Decode) preallocate(now time.Time) {
+	for _, req := range append([]*DecodeReq(nil), d.ranks[0].prealloc...) {
+		if req.flipped {
+			continue // lingers: nothing will ever move it (decode-abort-leak)
+		}
+		n := d.pagesFor(len(req.Tokens))
+		ok := true
+		for r, rk := range d.ranks {
+			pages, got := rk.pool.Alloc(n)
+			if !got {
+				for r2 := range r {
+					d.ranks[r2].pool.Free(req.pages[r2])
+					req.pages[r2] = nil
+				}
+				ok = false
+				break
+			}
+			req.pages[r] = pages
+		}
+		if !ok {
+			return // FIFO: wait for pages
+		}
+		for r, rk := range d.ranks {
+			a := d.cfg.Agents[r]
+			m := Metadata{Room: req.Room, DecodeIP: a.IP, DecodePort: a.NotifyPort, AgentName: a.Name,
+				Pages: req.pages[r], AuxIndex: 0, RequiredDst: 1}
+			d.out = append(d.out, DecodeOut{Bootstrap: req.Bootstrap, Rank: r, Frames: m.Frames()})
+			rk.prealloc = remove(rk.prealloc, req)
+			rk.transfer = append(rk.transfer, req)
+		}
+		req.MetaSent = now
+		d.hist.Note(now, req.Room, "decode", 0, "metadata-sent", fmt.Sprintf("%d pages per rank", n))
+	}
+}
+
+func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
+	var fin []DecodeFinish
+	for _, req := range append([]*DecodeReq(nil), d.ranks[0].transfer...) {
+		s := Success
+		for _, rk := range d.ranks {
+			s = min(s, rk.status.Check(req.Room))
+		}
+		if s != Success && s != Failed && d.backstops() && now.Sub(req.MetaSent) > d.cfg.WaitingTimeout {
+			d.TransferFailed++
+			d.applyAbort(now, req, ErrWaitingTimout, "waiting timeout")
+			fin = append(fin, DecodeFinish{req.Rid, req.Room, ErrWaitingTimout})
+			continue
+		}
+		switch s {
+		case Success:
+			var kv []byte
+			per := model.KVBytesPerToken / len(d.ranks)
+			for t := range req.Tokens {
+				for r, rk := range d.ranks {
+					kv = append(kv, rk.pool.Read(req.pages[r][t/d.cfg.PageSize], (t%d.cfg.PageSize)*per, per)...)
+				}
+			}
+			req.seed = model.Seed(kv)
+			req.committed = true
+			for _, rk := range d.ranks {
+				rk.transfer = remove(rk.transfer, req)
+			}
+			d.running = append(d.running, req)
+			d.hist.Note(now, req.Room, "decode", 0, "committed", "transfer done, decoding")
+		case Failed:
+			d.TransferFailed++
+			d.release(now, req, Failed, "transfer failed")
+			fin = append(fin, DecodeFinish{req.Rid, req.Room, ErrDecodeFailed})
+		}
+	}
+	return fin
+}
+
+// applyAbort removes the request from every rank's queues at once, tells
+// prefill, and frees pages only after prefill acknowledges (unless
+// free-before-ack).
+func (d *Decode) applyAbort(now time.Time, req *DecodeReq, cause error, why string) {
+	st := req.stage()
+	for _, rk := range d.ranks {
+		rk.prealloc = remove(rk.prealloc, req)
+		rk.transfer = remove(rk.transfer, req)
+		rk.status.Update(now, req.Room, Failed, WriterReceiver, why)
+	}
+	d.running = remove(d.running, req)
+	if st != stageRunning {
+		d.sendAbort(now, req)
+	}
+	if st == stageTransfer && !d.cfg.Regressions.On(FreeBeforeAck) {
+		d.awaiting[req.Room] = &awaitingAck{pages: req.pages, acked: make([]bool, len(d.ranks)), since: now}
+		req.pages = make([][]uint32, len(d.ranks))
+	}
+	d.release(now, req, Failed, why+": "+cause.Error())
+}
+
+// release frees what the request still holds and clears its room.
+func (d *Decode) release(now time.Time, req *DecodeReq, final KVPoll, why string) {
+	for r, rk := range d.ranks {
+		rk.pool.Free(req.pages[r])
+		req.pages[r] = nil
+		if final == Success {
+			rk.status.Update(now, req.Room, Success, WriterReceiver, why)
+		}
+		rk.status.Clear(now, req.Room, why)
+	}
+	d.hist.Forget(req.Room)
+	delete(d.byRid, req.Rid)
+	delete(d.byRoom, req.Room)
+}
+
+func (d *Decode) freeAwaiting(room uint64) {
+	aw := d.awaiting[room]
+	for r, rk := range d.ranks {
+		rk.pool.Free(aw.pages[r])
+	}
+	delete(d.awaiting, room)
+}
+
+// OnChunk applies one KV chunk to rank's pages, as an RDMA write lands
+// without asking whose pages they are, then records it for the room. It
+// reports whether the room was active; prefill treats false as a failure.
+func (d *Decode) OnChunk(now time.Time, rank int, room uint64, id int, last bool, pages []uint32, first int, payload []byte) bool {
+	rk := d.ranks[rank]
+	per := model.KVBytesPerToken / len(d.ranks)
+	for k := 0; k*per < len(payload); k++ {
+		t := first + k
+		idx := t/d.cfg.PageSize - first/d.cfg.PageSize
+		if idx >= len(pages) {
+			break
+		}
+		_ = rk.pool.Write(pages[idx], (t%d.cfg.PageSize)*per, payload[k*per:(k+1)*per])
+	}
+	req, ok := d.byRoom[room]
+	if !ok || req.stage() != stageTransfer {
+		d.StrayChunks++
+		d.hist.Note(now, room, "decode", rank, "stray-chunk", fmt.Sprintf("chunk %d for a room decode does not hold", id))
+		return false
+	}
+	req.chunks[rank][id] = true
+	if last {
+		req.lastID[rank] = id
+	}
+	d.checkDone(now, rank, req)
+	return true
+}
+
+// OnAux records the completion notice that follows a rank's last chunk.
+func (d *Decode) OnAux(now time.Time, rank int, room uint64) bool {
+	req, ok := d.byRoom[room]
+	if !ok || req.stage() != stageTransfer {
+		return false
+	}
+	req.aux[rank] = true
+	d.checkDone(now, rank, req)
+	return true
+}
+
+func (d *Decode) checkDone(now time.Time, rank int, req *DecodeReq) {
+	if req.aux[rank] && req.lastID[rank] >= 0 && len(req.chunks[rank]) == req.lastID[rank]+1 {
+		d.ranks[rank].status.Update(now, req.Room, Success, WriterReceiver, "all chunks and aux received")
+	}
+}
+
+// OnNotice handles a message from a prefill rank: an ABORT_ACK releases
+// held pages; a Failed status fails the room without waiting for a timeout.
+func (d *Decode) OnNotice(now time.Time, rank int, frames [][]byte) error {
+	kind, room, status, prank, err := ParseNotice(frames)
+	if err != nil {
+		return err
+	}
+	switch kind {
+	case MsgAbortAck:
+		d.hist.Note(now, room, "decode", rank, "abort-ack", fmt.Sprintf("from prefill rank %d", prank))
+		if aw, ok := d.awaiting[room]; ok {
+			aw.acked[rank] = true
+			all := true
+			for _, a := range aw.acked {
+				all = all && a
+			}
+			if all {
+				d.freeAwaiting(room)
+			}
+		}
+	case MsgStatus:
+		if status == Failed && !d.cfg.Regressions.On(DecodeAbortLeak) {
+			if _, ok := d.byRoom[room]; ok {
+				d.ranks[rank].status.Update(now, room, Failed, WriterReceiver, "prefill reported failure")
+			}
+		}
+	}
+	return nil
+}
+
+// DecodeLens reports per-rank queue lengths and occupancy for metrics.
+type DecodeLens struct {
+	Prealloc, Transfer, Running int
+	PagesUsed, PagesTotal       int
+	AwaitingAck                 int
+}
+
+// Lens returns rank's queue lengths.
+func (d *Decode) Lens(rank int) DecodeLens {
+	rk := d.ranks[rank]
+	return DecodeLens{Prealloc: len(rk.prealloc), Transfer: len(rk.transfer), Running: len(d.running),
+		PagesUsed: rk.pool.Used(), PagesTotal: rk.pool.Total(), AwaitingAck: len(d.awaiting)}
+}
+
+// Ranks returns the number of TP ranks.
+func (d *Decode) Ranks() int { return len(d.ranks) }

@@ -1,0 +1,144 @@
+package core
+
+import (
+	"sort"
+	"time"
+)
+
+// Event is one thing that happened to a room on one rank.
+type Event struct {
+	At     time.Time `json:"at"`
+	Side   string    `json:"side"`
+	Rank   int       `json:"rank"`
+	Kind   string    `json:"kind"`
+	State  string    `json:"state"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// RoomRecord is a room's current state and history as /debug/rooms shows it.
+type RoomRecord struct {
+	Room      uint64         `json:"room"`
+	Side      string         `json:"side"`
+	State     string         `json:"state"` // last status written (on any rank), or "cleared"
+	Ranks     map[int]string `json:"ranks"` // per rank status while held
+	Cleared   bool           `json:"cleared"`
+	LastState string         `json:"last_state"` // status just before clear
+	Events    []Event        `json:"events"`
+	Created   time.Time      `json:"created"`
+	Updated   time.Time      `json:"updated"`
+}
+
+// History keeps every held room's record and the last Keep cleared ones, so
+// an operator can see how a room got stuck or how it ended.
+type History struct {
+	Keep      int
+	MaxEvents int
+	rooms     map[uint64]*RoomRecord
+	cleared   []*RoomRecord
+}
+
+// NewHistory returns a history keeping keep cleared rooms.
+func NewHistory(keep int) *History {
+	if keep <= 0 {
+		keep = 1000
+	}
+	return &History{Keep: keep, MaxEvents: 64, rooms: map[uint64]*RoomRecord{}}
+}
+
+func (h *History) record(now time.Time, room uint64, side string) *RoomRecord {
+	r, ok := h.rooms[room]
+	if !ok {
+		r = &RoomRecord{Room: room, Side: side, Ranks: map[int]string{}, Created: now}
+		h.rooms[room] = r
+	}
+	return r
+}
+
+// Add records an event. Status events update the room's state.
+func (h *History) Add(now time.Time, room uint64, side string, rank int, kind string, s KVPoll, detail string) {
+	if h == nil {
+		return
+	}
+	r := h.record(now, room, side)
+	if kind == "status" {
+		r.Ranks[rank] = s.String()
+		r.State = s.String()
+	}
+	r.Updated = now
+	if len(r.Events) < h.MaxEvents {
+		r.Events = append(r.Events, Event{At: now, Side: side, Rank: rank, Kind: kind, State: s.String(), Detail: detail})
+	}
+}
+
+// Note records an event that does not change status.
+func (h *History) Note(now time.Time, room uint64, side string, rank int, kind, detail string) {
+	if h == nil {
+		return
+	}
+	r := h.record(now, room, side)
+	r.Updated = now
+	if len(r.Events) < h.MaxEvents {
+		r.Events = append(r.Events, Event{At: now, Side: side, Rank: rank, Kind: kind, State: r.State, Detail: detail})
+	}
+}
+
+// Clear records that a rank cleared the room; once no rank holds it the
+// record moves to the cleared list.
+func (h *History) Clear(now time.Time, room uint64, side string, rank int, last KVPoll, why string) {
+	if h == nil {
+		return
+	}
+	r := h.record(now, room, side)
+	r.Events = append(r.Events, Event{At: now, Side: side, Rank: rank, Kind: "clear", State: last.String(), Detail: why})
+	r.LastState = last.String()
+	delete(r.Ranks, rank)
+	r.Updated = now
+	if len(r.Ranks) == 0 {
+		h.retire(r)
+	}
+}
+
+// Forget retires a room that only has notes (never held a status).
+func (h *History) Forget(room uint64) {
+	if h == nil {
+		return
+	}
+	if r, ok := h.rooms[room]; ok && len(r.Ranks) == 0 {
+		if r.LastState == "" {
+			r.LastState = r.State
+		}
+		h.retire(r)
+	}
+}
+
+func (h *History) retire(r *RoomRecord) {
+	r.Cleared = true
+	r.State = "cleared"
+	delete(h.rooms, r.Room)
+	h.cleared = append(h.cleared, r)
+	if len(h.cleared) > h.Keep {
+		h.cleared = h.cleared[len(h.cleared)-h.Keep:]
+	}
+}
+
+// Snapshot returns copies of held rooms (oldest first) and recently cleared rooms.
+func (h *History) Snapshot() (held, cleared []RoomRecord) {
+	for _, r := range h.rooms {
+		held = append(held, copyRecord(r))
+	}
+	sort.Slice(held, func(i, j int) bool { return held[i].Created.Before(held[j].Created) })
+	for _, r := range h.cleared {
+		cleared = append(cleared, copyRecord(r))
+	}
+	return held, cleared
+}
+
+func copyRecord(r *RoomRecord) RoomRecord {
+	c := *r
+	c.Ranks = make(map[int]string, len(r.Ranks))
+	for k, v := range r.Ranks {
+		c.Ranks[k] = v
+	}
+	c.Events = append([]Event(nil), r.Events...)
+	return c
+}

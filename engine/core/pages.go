@@ -1,0 +1,67 @@
+package core
+
+import "fmt"
+
+// PagePool is one decode rank's KV memory: fixed-size pages, a LIFO free
+// list (so a freed page is the next one reused, which is what turns an early
+// free into visible corruption), and the bytes themselves.
+type PagePool struct {
+	pageBytes int
+	data      [][]byte
+	free      []uint32
+}
+
+// NewPagePool returns n pages of pageBytes each, all free.
+func NewPagePool(n, pageBytes int) *PagePool {
+	p := &PagePool{pageBytes: pageBytes, data: make([][]byte, n)}
+	for i := n - 1; i >= 0; i-- {
+		p.free = append(p.free, uint32(i))
+	}
+	return p
+}
+
+// Alloc takes n pages, or none if fewer are free.
+func (p *PagePool) Alloc(n int) ([]uint32, bool) {
+	if n > len(p.free) {
+		return nil, false
+	}
+	out := make([]uint32, n)
+	for i := range n {
+		out[i] = p.free[len(p.free)-1]
+		p.free = p.free[:len(p.free)-1]
+	}
+	return out, true
+}
+
+// Free returns pages to the pool.
+func (p *PagePool) Free(pages []uint32) {
+	for i := len(pages) - 1; i >= 0; i-- {
+		p.free = append(p.free, pages[i])
+	}
+}
+
+// Write copies b into page at offset, as a remote RDMA write would: it does
+// not ask whose page it is.
+func (p *PagePool) Write(page uint32, off int, b []byte) error {
+	if int(page) >= len(p.data) || off+len(b) > p.pageBytes {
+		return fmt.Errorf("write page %d offset %d len %d: out of range", page, off, len(b))
+	}
+	if p.data[page] == nil {
+		p.data[page] = make([]byte, p.pageBytes)
+	}
+	copy(p.data[page][off:], b)
+	return nil
+}
+
+// Read returns n bytes at offset of page (zeros if never written).
+func (p *PagePool) Read(page uint32, off, n int) []byte {
+	out := make([]byte, n)
+	if int(page) < len(p.data) && p.data[page] != nil {
+		copy(out, p.data[page][off:off+n])
+	}
+	return out
+}
+
+// Used and Total report pool occupancy.
+func (p *PagePool) Used() int  { return len(p.data) - len(p.free) }
+func (p *PagePool) Total() int { return len(p.data) }

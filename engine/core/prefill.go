@@ -1,0 +1,287 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine/model"
+)
+
+// ErrLoopDead is returned by OnControl once the bootstrap loop has died
+// (bootstrap-thread-death): the runtime must stop reading control messages,
+// exactly as the upstream thread stopped.
+var ErrLoopDead = errors.New("bootstrap loop died")
+
+// Errors a prefill request can finish with.
+var (
+	ErrBootstrapFailed = errors.New("bootstrap failed")
+	ErrTransferFailed  = errors.New("kv transfer failed")
+)
+
+// PrefillConfig configures the prefill side. Zero values are replaced by
+// Defaults.
+type PrefillConfig struct {
+	Ranks            int           // tensor-parallel ranks; default 1
+	Workers          int           // transfer workers per rank; default 4
+	PageSize         int           // tokens per KV page; default 16
+	ChunkPages       int           // pages per transfer chunk; default 8
+	BootstrapTimeout time.Duration // default 10s; Bootstrapping longer than this fails
+	InflightTimeout  time.Duration // default 10s; inflight longer than this fails
+	Regressions      Regressions
+}
+
+func (c *PrefillConfig) defaults() {
+	if c.Ranks <= 0 {
+		c.Ranks = 1
+	}
+	if c.Workers <= 0 {
+		c.Workers = 4
+	}
+	if c.PageSize <= 0 {
+		c.PageSize = 16
+	}
+	if c.ChunkPages <= 0 {
+		c.ChunkPages = 8
+	}
+	if c.BootstrapTimeout <= 0 {
+		c.BootstrapTimeout = 10 * time.Second
+	}
+	if c.InflightTimeout <= 0 {
+		c.InflightTimeout = 10 * time.Second
+	}
+}
+
+// PrefillReq is one request in prefill's scheduler.
+type PrefillReq struct {
+	Rid           string
+	Room          uint64
+	Tokens        []model.Token
+	Added         time.Time
+	InflightSince time.Time
+}
+
+// Finish tells the runtime a request ended; Err nil means Success.
+type Finish struct {
+	Rid  string
+	Room uint64
+	Err  error
+}
+
+// Chunk is one KV transfer unit from a prefill rank to its decode rank.
+type Chunk struct {
+	Room     uint64
+	ID       int
+	Last     bool
+	Rank     int
+	KVAddr   string   // decode rank's KV listener
+	Pages    []uint32 // destination pages on decode
+	First    int      // first token position in this chunk
+	Payload  []byte   // this rank's slice of KV bytes for the chunk's tokens
+	PageSize int
+}
+
+// Outbound is a control message prefill sends to a decode rank's notify socket.
+type Outbound struct {
+	Rank   int
+	To     string
+	Frames [][]byte
+}
+
+type transferInfo struct {
+	meta   Metadata
+	kvAddr string
+	at     time.Time
+}
+
+type prefillRank struct {
+	status     *StatusTable
+	peers      map[string]Registration
+	infos      map[uint64]transferInfo
+	queues     [][]*Chunk
+	held       map[int]*Chunk
+	pendingAck map[uint64]Abort
+	dead       bool
+}
+
+// Prefill is the prefill side's scheduler, bootstrap-loop and transfer-worker
+// logic for all its TP ranks. It is pure: callers hold a lock around each
+// method and pass the time in.
+type Prefill struct {
+	cfg        PrefillConfig
+	ranks      []*prefillRank
+	bootstrapQ []*PrefillReq
+	waitingQ   []*PrefillReq
+	inflightQ  []*PrefillReq
+	byRid      map[string]*PrefillReq
+	byRoom     map[uint64]*PrefillReq
+	hist       *History
+	out        []Outbound
+
+	// BootstrapFailed counts requests failed while bootstrapping.
+	BootstrapFailed int64
+	// TransferFailed counts requests failed after bootstrap.
+	TransferFailed int64
+	// Malformed counts control messages dropped as malformed.
+	Malformed int64
+}
+
+// NewPrefill returns an empty prefill side.
+func NewPrefill(cfg PrefillConfig, hist *History) *Prefill {
+	cfg.defaults()
+	p := &Prefill{cfg: cfg, byRid: map[string]*PrefillReq{}, byRoom: map[uint64]*PrefillReq{}, hist: hist}
+	for r := range cfg.Ranks {
+		p.ranks = append(p.ranks, &prefillRank{
+			status:     NewStatusTable("prefill", r, cfg.Regressions, hist),
+			peers:      map[string]Registration{},
+			infos:      map[uint64]transferInfo{},
+			queues:     make([][]*Chunk, cfg.Workers),
+			held:       map[int]*Chunk{},
+			pendingAck: map[uint64]Abort{},
+		})
+	}
+	return p
+}
+
+// Config returns the effective configuration.
+func (p *Prefill) Config() PrefillConfig { return p.cfg }
+
+// Add creates the request's sender on every rank and queues it for bootstrap.
+func (p *Prefill) Add(now time.Time, rid string, room uint64, tokens []model.Token) error {
+	if _, ok := p.byRid[rid]; ok {
+		return fmt.Errorf("add request %s: duplicate rid", rid)
+	}
+	if _, ok := p.byRoom[room]; ok {
+		return fmt.Errorf("add request %s: room %d already in use", rid, room)
+	}
+	req := &PrefillReq{Rid: rid, Room: room, Tokens: tokens, Added: now}
+	p.byRid[rid] = req
+	p.byRoom[room] = req
+	for _, r := range p.ranks {
+		r.status.Update(now, room, Bootstrapping, WriterSender, "sender created rid="+rid)
+	}
+	p.bootstrapQ = append(p.bootstrapQ, req)
+	return nil
+}
+
+// Abort is the scheduler's local abort (client disconnect on prefill): the
+// room is failed on every rank and the next step removes the request.
+func (p *Prefill) Abort(now time.Time, rid string) bool {
+	req, ok := p.byRid[rid]
+	if !ok {
+		return false
+	}
+	for _, r := range p.ranks {
+		r.status.Update(now, req.Room, Failed, WriterScheduler, "local abort rid="+rid)
+	}
+	return true
+}
+
+// Dead reports whether rank's bootstrap loop has died.
+func (p *Prefill) Dead(rank int) bool { return p.ranks[rank].dead }
+
+// OnControl is one step of rank's bootstrap loop: it handles one message
+// from decode. It returns ErrLoopDead when the loop must stop.
+func (p *Prefill) OnControl(now time.Time, rank int, frames [][]byte) error {
+	r := p.ranks[rank]
+	if r.dead {
+		return ErrLoopDead
+	}
+	die := p.cfg.Regressions.On(BootstrapThreadDeath)
+	if !die && len(frames) > 0 && string(frames[0]) == TagAbort {
+		// The fix (#30352): ABORT is recognised before the guard check.
+		a, err := ParseAbort(frames)
+		if err != nil {
+			p.Malformed++
+			return nil
+		}
+		p.onAbort(now, rank, a)
+		return nil
+	}
+	if len(frames) < 2 || string(frames[0]) != Guard {
+		if die {
+			r.dead = true
+			return fmt.Errorf("%w: assert frame 0 == %s failed", ErrLoopDead, Guard)
+		}
+		p.Malformed++
+		return nil
+	}
+	var err error
+	if string(frames[1]) == "None" {
+		err = p.onRegistration(rank, frames)
+	} else {
+		err = p.onMetadata(now, rank, frames)
+	}
+	if err != nil {
+		if die {
+			r.dead = true
+			return fmt.Errorf("%w: %v", ErrLoopDead, err)
+		}
+		p.Malformed++
+	}
+	return nil
+}
+
+func (p *Prefill) onRegistration(rank int, frames [][]byte) error {
+	reg, err := ParseRegistration(frames)
+	if err != nil {
+		return err
+	}
+	r := p.ranks[rank]
+	if _, ok := r.peers[reg.AgentName]; !ok { // first registration wins
+		r.peers[reg.AgentName] = reg
+	}
+	return nil
+}
+
+func (p *Prefill) onMetadata(now time.Time, rank int, frames [][]byte) error {
+	m, err := ParseMetadata(frames)
+	if err != nil {
+		return err
+	}
+	r := p.ranks[rank]
+	peer, ok := r.peers[m.AgentName]
+	if !ok {
+		return fmt.Errorf("%w: metadata for room %d from unregistered agent %q", ErrMalformed, m.Room, m.AgentName)
+	}
+	r.infos[m.Room] = transferInfo{meta: m, kvAddr: peer.KVAddr, at: now}
+	p.hist.Note(now, m.Room, "prefill", rank, "metadata", fmt.Sprintf("%d pages from %s", len(m.Pages), m.AgentName))
+	r.status.Update(now, m.Room, WaitingForInput, WriterBootstrap, "metadata arrived")
+	return nil
+}
+
+func (p *Prefill) onAbort(now time.Time, rank int, a Abort) {
+	r := p.ranks[rank]
+	p.hist.Note(now, a.Room, "prefill", rank, "abort-received", "ABORT from decode")
+	if r.status.Check(a.Room) != Success || !r.status.Has(a.Room) {
+		r.status.Update(now, a.Room, Failed, WriterBootstrap, "decode ABORT")
+	}
+	if p.holding(rank, a.Room) {
+		r.pendingAck[a.Room] = a
+		return
+	}
+	p.ack(now, rank, a)
+}
+
+func (p *Prefill) ack(now time.Time, rank int, a Abort) {
+	p.out = append(p.out, Outbound{Rank: rank, To: net.JoinHostPort(a.DecodeIP, strconv.Itoa(a.DecodePort)), Frames: AbortAckFrames(a.Room, rank)})
+	p.hist.Note(now, a.Room, "prefill", rank, "abort-ack", "in-flight writes drained")
+}
+
+func (p *Prefill) holding(rank int, room uint64) bool {
+	for _, c := range p.ranks[rank].held {
+		if c.Room == room {
+			return true
+		}
+	}
+	return false
+}
+
+// TakeOutbound returns and forgets the notices waiting to be sent to decode.
+func (p *Prefill) TakeOutbound() []Outbound {
+	out := p.out
+	p.out = nil
+	return out
+}

@@ -1,0 +1,259 @@
+package core
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine/model"
+)
+
+// StepResult is what one scheduler iteration did.
+type StepResult struct {
+	Finished []Finish
+	// Forwarded is the number of prompt tokens run through forward, so the
+	// runtime can spend the configured prefill time on them.
+	Forwarded int
+}
+
+// poll is the MIN all-reduce of every rank's view of room.
+func (p *Prefill) poll(room uint64) KVPoll {
+	s := Success
+	for _, r := range p.ranks {
+		s = min(s, r.status.Check(room))
+	}
+	return s
+}
+
+func (p *Prefill) failAll(now time.Time, room uint64, why string) {
+	for _, r := range p.ranks {
+		r.status.Update(now, room, Failed, WriterScheduler, why)
+	}
+}
+
+// clear drops every trace of the room on every rank and tells decode about a
+// failure so it need not wait for its timeout (#36612).
+func (p *Prefill) clear(now time.Time, req *PrefillReq, final KVPoll, why string) {
+	for rank, r := range p.ranks {
+		if info, ok := r.infos[req.Room]; ok && final == Failed {
+			p.out = append(p.out, Outbound{Rank: rank, To: notifyAddr(info.meta), Frames: StatusFrames(req.Room, Failed, rank)})
+		}
+		delete(r.infos, req.Room)
+		r.status.Clear(now, req.Room, why)
+	}
+	p.hist.Forget(req.Room)
+	delete(p.byRid, req.Rid)
+	delete(p.byRoom, req.Room)
+}
+
+func notifyAddr(m Metadata) string { return fmt.Sprintf("%s:%d", m.DecodeIP, m.DecodePort) }
+
+func (p *Prefill) backstops() bool {
+	reg := p.cfg.Regressions
+	return !reg.On(AbortBeforeStatus) && !reg.On(StatusResurrection) && !reg.On(UnknownRoomWaiting) && !reg.On(BootstrapThreadDeath)
+}
+
+// Step is one scheduler iteration: pop bootstrapped requests, forward the
+// waiting ones (queuing their chunks), and retire inflight requests.
+func (p *Prefill) Step(now time.Time) StepResult {
+	var res StepResult
+	reg := p.cfg.Regressions
+
+	// 1. Bootstrap queue.
+	keep := p.bootstrapQ[:0]
+	for _, req := range p.bootstrapQ {
+		s := p.poll(req.Room)
+		if s == Bootstrapping && !reg.On(AbortBeforeStatus) && !reg.On(BootstrapThreadDeath) && now.Sub(req.Added) > p.cfg.BootstrapTimeout {
+			p.failAll(now, req.Room, "bootstrap timeout")
+			s = Failed
+		}
+		switch s {
+		case Bootstrapping:
+			keep = append(keep, req)
+		case Failed:
+			p.BootstrapFailed++
+			res.Finished = append(res.Finished, Finish{req.Rid, req.Room, ErrBootstrapFailed})
+			p.clear(now, req, Failed, "bootstrap failed")
+		default:
+			p.waitingQ = append(p.waitingQ, req)
+		}
+	}
+	p.bootstrapQ = keep
+
+	// 2. Forward every waiting request and queue its chunks.
+	for _, req := range p.waitingQ {
+		if p.poll(req.Room) == Failed {
+			p.TransferFailed++
+			res.Finished = append(res.Finished, Finish{req.Rid, req.Room, ErrTransferFailed})
+			p.clear(now, req, Failed, "failed before forward")
+			continue
+		}
+		res.Forwarded += len(req.Tokens)
+		p.queueChunks(now, req)
+		req.InflightSince = now
+		p.inflightQ = append(p.inflightQ, req)
+	}
+	p.waitingQ = p.waitingQ[:0]
+
+	// 3. Inflight queue.
+	keep = p.inflightQ[:0]
+	for _, req := range p.inflightQ {
+		s := p.poll(req.Room)
+		if (s == WaitingForInput || s == Transferring) && p.backstops() && now.Sub(req.InflightSince) > p.cfg.InflightTimeout {
+			p.failAll(now, req.Room, "inflight timeout")
+			s = Failed
+		}
+		switch s {
+		case Success:
+			res.Finished = append(res.Finished, Finish{req.Rid, req.Room, nil})
+			p.clear(now, req, Success, "transfer done")
+		case Failed:
+			p.TransferFailed++
+			res.Finished = append(res.Finished, Finish{req.Rid, req.Room, ErrTransferFailed})
+			p.clear(now, req, Failed, "transfer failed")
+		default:
+			keep = append(keep, req)
+		}
+	}
+	p.inflightQ = keep
+
+	if p.backstops() {
+		p.sweep(now)
+	}
+	return res
+}
+
+// sweep clears rooms no request owns (metadata or ABORT for a request prefill
+// never saw, or saw and finished) once they are older than the bootstrap
+// timeout, and forgets old tombstones.
+func (p *Prefill) sweep(now time.Time) {
+	for _, r := range p.ranks {
+		for room, info := range r.infos {
+			if _, owned := p.byRoom[room]; !owned && now.Sub(info.at) > p.cfg.BootstrapTimeout {
+				delete(r.infos, room)
+				r.status.Clear(now, room, "orphan swept")
+				p.hist.Forget(room)
+			}
+		}
+		for room := range r.status.Rooms() {
+			if _, owned := p.byRoom[room]; !owned {
+				if _, hasInfo := r.infos[room]; !hasInfo {
+					r.status.Clear(now, room, "orphan swept")
+					p.hist.Forget(room)
+				}
+			}
+		}
+		r.status.ExpireTombstones(now, 4*p.cfg.BootstrapTimeout)
+	}
+}
+
+func (p *Prefill) queueChunks(now time.Time, req *PrefillReq) {
+	kv := model.PromptKV(req.Tokens)
+	per := model.KVBytesPerToken / len(p.ranks)
+	tokensPerChunk := p.cfg.PageSize * p.cfg.ChunkPages
+	for rank, r := range p.ranks {
+		info, ok := r.infos[req.Room]
+		if !ok {
+			// Only reachable when an absent room reads WaitingForInput.
+			p.hist.Note(now, req.Room, "prefill", rank, "no-transfer-info", "forward without metadata")
+			continue
+		}
+		w := int(req.Room % uint64(p.cfg.Workers))
+		n := len(req.Tokens)
+		for id, first := 0, 0; first < n; id, first = id+1, first+tokensPerChunk {
+			last := min(first+tokensPerChunk, n)
+			payload := make([]byte, 0, (last-first)*per)
+			for t := first; t < last; t++ {
+				payload = append(payload, kv[t*model.KVBytesPerToken+rank*per:t*model.KVBytesPerToken+(rank+1)*per]...)
+			}
+			p0, p1 := first/p.cfg.PageSize, (last+p.cfg.PageSize-1)/p.cfg.PageSize
+			var pages []uint32
+			if p1 <= len(info.meta.Pages) {
+				pages = info.meta.Pages[p0:p1]
+			}
+			r.queues[w] = append(r.queues[w], &Chunk{Room: req.Room, ID: id, Last: last == n, Rank: rank,
+				KVAddr: info.kvAddr, Pages: pages, First: first, Payload: payload, PageSize: p.cfg.PageSize})
+		}
+	}
+}
+
+// WorkerBegin dequeues the next chunk for worker w of rank, skipping chunks
+// of dead rooms, and holds it. It returns nil when the queue is empty.
+func (p *Prefill) WorkerBegin(now time.Time, rank, w int) *Chunk {
+	r := p.ranks[rank]
+	for len(r.queues[w]) > 0 {
+		c := r.queues[w][0]
+		r.queues[w] = r.queues[w][1:]
+		if r.status.Check(c.Room) == Failed {
+			continue
+		}
+		r.held[w] = c
+		return c
+	}
+	return nil
+}
+
+// WorkerSend is called after the worker's pause gate: it marks the room
+// Transferring and says whether to write the chunk. The fixed engine looks
+// again, because an ABORT may have arrived while the worker held the chunk.
+func (p *Prefill) WorkerSend(now time.Time, rank, w int) bool {
+	r := p.ranks[rank]
+	c := r.held[w]
+	if c == nil {
+		return false
+	}
+	if !p.cfg.Regressions.On(StatusResurrection) && r.status.Check(c.Room) == Failed {
+		p.release(now, rank, w)
+		return false
+	}
+	r.status.Update(now, c.Room, Transferring, WriterWorker, fmt.Sprintf("chunk %d start", c.ID))
+	return true
+}
+
+// WorkerEnd finishes the held chunk: err is a write failure or decode's
+// refusal. The last chunk's success makes the room Success.
+func (p *Prefill) WorkerEnd(now time.Time, rank, w int, err error) {
+	r := p.ranks[rank]
+	c := r.held[w]
+	if c == nil {
+		return
+	}
+	switch {
+	case err != nil:
+		p.hist.Note(now, c.Room, "prefill", rank, "transfer-error", err.Error())
+		if p.cfg.Regressions.On(UnknownRoomWaiting) {
+			// NIXL's failure path cleared the room's state; the Failed
+			// write that follows is a no-op on an absent room.
+			delete(r.infos, c.Room)
+			r.status.Clear(now, c.Room, "transfer failure cleared state")
+		}
+		r.status.Update(now, c.Room, Failed, WriterWorker, "transfer error")
+	case c.Last:
+		r.status.Update(now, c.Room, Success, WriterWorker, fmt.Sprintf("last chunk %d done", c.ID))
+	}
+	p.release(now, rank, w)
+}
+
+func (p *Prefill) release(now time.Time, rank, w int) {
+	r := p.ranks[rank]
+	c := r.held[w]
+	delete(r.held, w)
+	if a, ok := r.pendingAck[c.Room]; ok && !p.holding(rank, c.Room) {
+		delete(r.pendingAck, c.Room)
+		p.ack(now, rank, a)
+	}
+}
+
+// QueueLens reports the bootstrap and inflight queue lengths (the waiting
+// queue is drained within each step).
+func (p *Prefill) QueueLens() (bootstrap, waiting, inflight int) {
+	return len(p.bootstrapQ), len(p.waitingQ), len(p.inflightQ)
+}
+
+// Ranks returns the number of TP ranks.
+func (p *Prefill) Ranks() int { return len(p.ranks) }
+
+// Workers returns the number of transfer workers per rank.
+func (p *Prefill) Workers() int { return p.cfg.Workers }
+
+// Pending reports whether worker w of rank has chunks queued.
+func (p *Prefill) Pending(rank, w int) bool { return len(p.ranks[rank].queues[w]) > 0 }

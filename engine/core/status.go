@@ -1,0 +1,171 @@
+package core
+
+import "time"
+
+// KVPoll is a room's transfer status, with SGLang's values. The order matters:
+// merges take the max and rank consensus takes the min.
+type KVPoll int8
+
+// Room statuses.
+const (
+	Failed          KVPoll = 0
+	Bootstrapping   KVPoll = 1
+	WaitingForInput KVPoll = 2
+	Transferring    KVPoll = 3
+	Success         KVPoll = 4
+)
+
+func (p KVPoll) String() string {
+	switch p {
+	case Failed:
+		return "Failed"
+	case Bootstrapping:
+		return "Bootstrapping"
+	case WaitingForInput:
+		return "WaitingForInput"
+	case Transferring:
+		return "Transferring"
+	case Success:
+		return "Success"
+	}
+	return "Unknown"
+}
+
+// Terminal reports whether p is Failed or Success.
+func (p KVPoll) Terminal() bool { return p == Failed || p == Success }
+
+// Writer names who writes a status, because the fixed engine treats late
+// writers differently from the room's creators.
+type Writer string
+
+// Status writers.
+const (
+	WriterSender    Writer = "sender"    // prefill scheduler creating the sender
+	WriterBootstrap Writer = "bootstrap" // prefill bootstrap loop (metadata, ABORT)
+	WriterWorker    Writer = "worker"    // prefill transfer worker
+	WriterScheduler Writer = "scheduler" // local abort, deadlines
+	WriterReceiver  Writer = "receiver"  // decode receiver
+)
+
+// StatusTable is one rank's room→status dict with SGLang's merge rules and
+// the fixed engine's: Failed is sticky until clear, an absent room is dead,
+// an ABORT for an absent room leaves a tombstone, and late writers never
+// re-insert a cleared room. Each regression removes exactly one of these.
+type StatusTable struct {
+	reg        Regressions
+	status     map[uint64]KVPoll
+	tombstones map[uint64]time.Time
+	hist       *History
+	side       string
+	rank       int
+}
+
+// NewStatusTable returns an empty table recording into hist.
+func NewStatusTable(side string, rank int, reg Regressions, hist *History) *StatusTable {
+	return &StatusTable{reg: reg, status: map[uint64]KVPoll{}, tombstones: map[uint64]time.Time{}, hist: hist, side: side, rank: rank}
+}
+
+// Update merges s into room's status.
+func (t *StatusTable) Update(now time.Time, room uint64, s KVPoll, w Writer, why string) {
+	cur, ok := t.status[room]
+	if !ok {
+		switch {
+		case s == Failed:
+			// Upstream (#24539) drops a Failed write for an absent room. The
+			// fixed engine also remembers it, so a sender or metadata that
+			// arrives later sees the abort (abort-before-status).
+			if !t.reg.On(AbortBeforeStatus) {
+				t.tombstones[room] = now
+				t.hist.Add(now, room, t.side, t.rank, "abort-tombstone", Failed, string(w)+": "+why)
+				return
+			}
+			t.hist.Add(now, room, t.side, t.rank, "abort-dropped", Failed, string(w)+": "+why+" (room absent)")
+			return
+		case w == WriterWorker && !t.reg.On(StatusResurrection):
+			// A transfer worker finishing after the room was cleared must not
+			// bring it back.
+			t.hist.Add(now, room, t.side, t.rank, "late-write-dropped", s, string(w)+": "+why)
+			return
+		case t.isTombstoned(room):
+			t.status[room] = Failed
+			t.hist.Add(now, room, t.side, t.rank, "status", Failed, string(w)+": "+why+" (aborted earlier)")
+			return
+		}
+		t.status[room] = s
+		t.hist.Add(now, room, t.side, t.rank, "status", s, string(w)+": "+why)
+		return
+	}
+	next := cur
+	switch {
+	case cur == Failed && !t.nonSticky(w):
+		// Sticky until clear: nothing revives a failed room.
+		return
+	case s == Failed:
+		next = Failed
+	default:
+		next = max(cur, s)
+	}
+	if next != cur {
+		t.status[room] = next
+		t.hist.Add(now, room, t.side, t.rank, "status", next, string(w)+": "+why)
+	}
+}
+
+func (t *StatusTable) nonSticky(w Writer) bool {
+	if t.reg.On(StatusResurrection) {
+		return true
+	}
+	// The sender constructor max-merged over Failed (sglang 6.1(b)).
+	return w == WriterSender && t.reg.On(AbortBeforeStatus)
+}
+
+func (t *StatusTable) isTombstoned(room uint64) bool {
+	_, ok := t.tombstones[room]
+	return ok
+}
+
+// Check returns room's status. An absent room is Failed: nothing will ever
+// move it. With unknown-room-waiting it reads WaitingForInput, as NIXL's
+// check_status did.
+func (t *StatusTable) Check(room uint64) KVPoll {
+	if s, ok := t.status[room]; ok {
+		return s
+	}
+	if t.reg.On(UnknownRoomWaiting) {
+		return WaitingForInput
+	}
+	return Failed
+}
+
+// Has reports whether the room is present.
+func (t *StatusTable) Has(room uint64) bool {
+	_, ok := t.status[room]
+	return ok
+}
+
+// Clear removes a room.
+func (t *StatusTable) Clear(now time.Time, room uint64, why string) {
+	if s, ok := t.status[room]; ok {
+		delete(t.status, room)
+		t.hist.Clear(now, room, t.side, t.rank, s, why)
+	}
+}
+
+// Tombstone records that room was aborted, so later creators see Failed.
+func (t *StatusTable) Tombstone(now time.Time, room uint64) {
+	if !t.reg.On(AbortBeforeStatus) {
+		t.tombstones[room] = now
+	}
+}
+
+// Rooms returns the present rooms and their statuses.
+func (t *StatusTable) Rooms() map[uint64]KVPoll { return t.status }
+
+// ExpireTombstones forgets aborts older than ttl.
+func (t *StatusTable) ExpireTombstones(now time.Time, ttl time.Duration) {
+	for r, at := range t.tombstones {
+		if now.Sub(at) > ttl {
+			delete(t.tombstones, r)
+		}
+	}
+}

@@ -1,0 +1,277 @@
+package core
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/pdchaos/pdchaos/engine/model"
+)
+
+// Scripts: each plays one upstream interleaving through the driver. The
+// same script runs against the fixed engine (must end clean) and with its
+// regression switched on (must show the upstream wedge).
+
+// sglang 6.1(a): decode aborts in prealloc; its ABORT reaches prefill before
+// prefill created the room.
+func scriptAbortBeforeAdd(r *rig) {
+	p := prompt(1, 80)
+	r.addD("a", 11, p, 4)
+	r.abortD("a")
+	r.stepD() // abort applied in prealloc: ABORT, no metadata
+	r.deliverControl()
+	r.addP("a", 11, p)
+	r.stepP()
+}
+
+// sglang 6.1(b): metadata, then ABORT, both before the sender exists.
+func scriptMetaThenAbort(r *rig) {
+	p := prompt(2, 120)
+	r.addD("b", 12, p, 4)
+	r.stepD() // metadata
+	r.abortD("b")
+	r.stepD() // ABORT
+	r.deliverControl()
+	r.addP("b", 12, p)
+	r.stepP()
+}
+
+// sglang 6.2: a worker holds the room's first chunk; ABORT fails the room;
+// prefill retires and clears it; then the worker writes (an RDMA write
+// completes whatever decode thinks of it).
+func scriptResurrection(r *rig) {
+	const room = 21
+	r.add("r", room, prompt(21, 150), 4)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	w := workerOf(room)
+	c := r.begin(0, w)
+	r.abortD("r")
+	r.stepD()
+	r.deliverControl() // Failed; ACK waits for the held chunk
+	r.stepP()          // retires and clears the failed room
+	if r.send(0, w) {
+		r.land(c)
+		r.end(0, w, nil)
+	}
+}
+
+// sglang 6.3: decode aborted; before its ABORT is read, decode refuses a
+// chunk and the worker records a transfer error.
+func scriptTransferErrorBeforeAbort(r *rig) {
+	r.add("u", 31, prompt(31, 150), 4)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	r.abortD("u")
+	r.stepD()      // ABORT queued, not delivered
+	r.runWorkers() // decode refuses: WorkerEnd(err)
+	r.deliverControl()
+	r.stepP()
+}
+
+// sglang 6.4: an unguarded ABORT reaches the bootstrap loop; a later request
+// follows.
+func scriptUnguardedAbort(r *rig) {
+	r.add("x", 41, prompt(41, 80), 4)
+	r.abortD("x")
+	r.stepD()
+	r.deliverControl()
+	r.add("y", 42, prompt(42, 120), 5)
+}
+
+// sglang 6.5: decode aborts a request in its transfer queue.
+func scriptAbortInTransfer(r *rig) {
+	r.add("l", 51, prompt(51, 120), 4)
+	r.stepD() // metadata sent: transfer queue
+	r.abortD("l")
+}
+
+// sglang 6.5 (#24580/#35049): A's chunk is in flight when decode aborts A;
+// B reuses A's pages and completes its transfer; then A's write lands.
+func scriptFreeBeforeAck(r *rig) {
+	const roomA, roomB = 71, 82 // different workers
+	r.add("A", roomA, prompt(71, 100), 4)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	w := workerOf(roomA)
+	cA := r.begin(0, w)
+	if !r.send(0, w) {
+		r.t.Fatal("A's first chunk not sent")
+	}
+	r.abortD("A")
+	r.stepD()
+	r.add("B", roomB, prompt(72, 100), 6)
+	r.stepD() // B preallocates
+	r.deliverControl()
+	r.stepP()
+	r.runWorkers() // B's chunks; A's worker is busy
+	r.land(cA)     // A's late write
+	r.end(0, w, errRefused)
+}
+
+type wedgeCase struct {
+	name   string
+	reg    string
+	ranks  int
+	script func(*rig)
+	wedge  func(*testing.T, *rig) // with the regression, after finish
+	fixed  func(*testing.T, *rig) // fixed engine, after finish and checkClean
+}
+
+func stuckBootstrapping(room uint64) func(*testing.T, *rig) {
+	return func(t *testing.T, r *rig) {
+		if b, _, _ := r.p.QueueLens(); b != 1 {
+			t.Errorf("bootstrap queue %d, want 1 stuck request", b)
+		}
+		if s := r.p.ranks[0].status.Check(room); s != Bootstrapping {
+			t.Errorf("room %d is %s, want stuck Bootstrapping", room, s)
+		}
+	}
+}
+
+func wedgeCases() []wedgeCase {
+	return []wedgeCase{
+		{name: "abort-before-status/abort-first", reg: AbortBeforeStatus, script: scriptAbortBeforeAdd,
+			wedge: stuckBootstrapping(11)},
+		{name: "abort-before-status/metadata-then-abort", reg: AbortBeforeStatus, script: scriptMetaThenAbort,
+			wedge: stuckBootstrapping(12)},
+		{name: "status-resurrection", reg: StatusResurrection, script: scriptResurrection,
+			wedge: func(t *testing.T, r *rig) {
+				held, _ := heldRooms(r.ph)
+				if len(held) != 1 || held[0].Room != 21 {
+					t.Fatalf("prefill held rooms %+v, want room 21 resurrected", held)
+				}
+				t.Logf("room 21 resurrected and held as %s", held[0].State)
+			}},
+		{name: "unknown-room-waiting", reg: UnknownRoomWaiting, script: scriptTransferErrorBeforeAbort,
+			wedge: func(t *testing.T, r *rig) {
+				if _, _, i := r.p.QueueLens(); i != 1 {
+					t.Errorf("inflight queue %d, want 1 pinned", i)
+				}
+				if s := r.p.poll(31); s != WaitingForInput {
+					t.Errorf("absent room polls %s, want WaitingForInput", s)
+				}
+			}},
+		{name: "bootstrap-thread-death", reg: BootstrapThreadDeath, script: scriptUnguardedAbort,
+			wedge: func(t *testing.T, r *rig) {
+				if len(r.ctlErrs) == 0 || !errors.Is(r.ctlErrs[0], ErrLoopDead) || !r.p.Dead(0) {
+					t.Errorf("OnControl errors %v dead=%v, want ErrLoopDead", r.ctlErrs, r.p.Dead(0))
+				}
+				if b, _, _ := r.p.QueueLens(); b != 2 || r.p.poll(42) != Bootstrapping {
+					t.Errorf("bootstrap queue %d, later room %s: want both parked Bootstrapping", b, r.p.poll(42))
+				}
+			},
+			fixed: func(t *testing.T, r *rig) { r.checkAnswer("y") }},
+		{name: "decode-abort-leak", reg: DecodeAbortLeak, script: scriptAbortInTransfer,
+			wedge: func(t *testing.T, r *rig) {
+				if l := r.d.Lens(0); l.Transfer != 1 {
+					t.Errorf("decode lens %+v, want transfer stuck at 1", l)
+				}
+			}},
+		{name: "rank-desync", reg: RankDesync, ranks: 2, script: scriptAbortInTransfer,
+			wedge: func(t *testing.T, r *rig) {
+				if !r.d.Hung() || r.hangs == 0 {
+					t.Errorf("decode not hung")
+				}
+				if _, err := r.d.Step(r.now); !errors.Is(err, ErrCollectiveHang) {
+					t.Errorf("Step = %v, want ErrCollectiveHang", err)
+				}
+			}},
+		{name: "free-before-ack", reg: FreeBeforeAck, script: scriptFreeBeforeAck,
+			wedge: func(t *testing.T, r *rig) {
+				if r.done["B"] != 1 {
+					t.Fatalf("B did not complete: %v", r.dfin["B"])
+				}
+				if got := r.answer["B"].String(); got == model.Expected(r.rids["B"], 6) {
+					t.Errorf("B's answer is correct; want corruption from A's late write")
+				}
+			},
+			fixed: func(t *testing.T, r *rig) { r.checkAnswer("B") }},
+	}
+}
+
+func TestRegressionWedges(t *testing.T) {
+	t.Parallel()
+	for _, tc := range wedgeCases() {
+		t.Run(tc.name+"/regressed", func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, rigOpts{reg: Regressions{tc.reg: true}, ranks: tc.ranks})
+			tc.script(r)
+			r.finish()
+			tc.wedge(t, r)
+		})
+		t.Run(tc.name+"/fixed", func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, rigOpts{ranks: tc.ranks})
+			tc.script(r)
+			r.finish()
+			r.checkClean()
+			if tc.fixed != nil {
+				tc.fixed(t, r)
+			}
+		})
+	}
+}
+
+// With bootstrap-thread-death every malformed frame kills the loop; later
+// requests park.
+func TestMalformedKillsLoopWhenRegressed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range malformedFrames() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, rigOpts{reg: Regressions{BootstrapThreadDeath: true}})
+			if err := r.p.OnControl(r.now, 0, tc.frames); !errors.Is(err, ErrLoopDead) {
+				t.Fatalf("OnControl = %v, want ErrLoopDead", err)
+			}
+			r.add("after", 77, prompt(77, 90), 5)
+			r.finish()
+			if b, _, _ := r.p.QueueLens(); b != 1 || len(r.pfin["after"]) != 0 {
+				t.Errorf("bootstrap queue %d, finishes %v: want the request parked", b, r.pfin["after"])
+			}
+		})
+	}
+}
+
+type framesCase struct {
+	name   string
+	frames [][]byte
+}
+
+func malformedFrames() []framesCase {
+	b := func(ss ...string) [][]byte {
+		out := make([][]byte, len(ss))
+		for i, s := range ss {
+			out[i] = []byte(s)
+		}
+		return out
+	}
+	meta := func(edit func([][]byte) [][]byte) [][]byte {
+		m := Metadata{Room: 5, DecodeIP: "10.0.0.2", DecodePort: 9100, AgentName: "decode-agent-0", Pages: []uint32{1, 2}, RequiredDst: 1}
+		return edit(m.Frames())
+	}
+	reg := func(edit func([][]byte) [][]byte) [][]byte {
+		g := Registration{DecodeIP: "10.0.0.2", DecodePort: 9101, AgentName: "other", KVAddr: "10.0.0.2:1", DecodeTP: 1, DstNumSlots: 8}
+		return edit(g.Frames())
+	}
+	return []framesCase{
+		{"abort-bad-room", b(TagAbort, "room", "10.0.0.2", "9100")},
+		{"abort-bad-port", b(TagAbort, "5", "10.0.0.2", "port")},
+		{"abort-3-frames", b(TagAbort, "5", "10.0.0.2")},
+		{"abort-5-frames", b(TagAbort, "5", "10.0.0.2", "9100", "x")},
+		{"empty-message", [][]byte{}},
+		{"one-empty-frame", [][]byte{{}}},
+		{"no-guard", b("hello", "world")},
+		{"guard-only", b(Guard)},
+		{"metadata-bad-room", meta(func(f [][]byte) [][]byte { f[1] = []byte("12x"); return f })},
+		{"metadata-bad-aux", meta(func(f [][]byte) [][]byte { f[6] = []byte(""); return f })},
+		{"metadata-9-frames", meta(func(f [][]byte) [][]byte { return f[:9] })},
+		{"metadata-odd-pages", meta(func(f [][]byte) [][]byte { f[5] = []byte{1, 2, 3}; return f })},
+		{"metadata-unknown-agent", meta(func(f [][]byte) [][]byte { f[4] = []byte("nobody"); return f })},
+		{"registration-bad-port", reg(func(f [][]byte) [][]byte { f[3] = []byte("p"); return f })},
+		{"registration-no-kv", reg(func(f [][]byte) [][]byte { f[5] = []byte("x"); return f })},
+		{"registration-5-frames", reg(func(f [][]byte) [][]byte { return f[:5] })},
+	}
+}

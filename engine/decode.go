@@ -1,0 +1,365 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/pdchaos/pdchaos/engine/zmtp"
+)
+
+// Decode is a running decode role: HTTP server, one notify PULL socket and
+// one KV listener per rank, and the scheduler loop, all driving a
+// core.Decode under one mutex.
+type Decode struct {
+	cfg    Config
+	log    *slog.Logger
+	links  *linkTable
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	core    *core.Decode
+	hist    *core.History
+	streams map[string]*decodeStream
+	routes  map[string][]string // bootstrap addr -> control addr per rank
+	hello   map[string][][]byte // control addr -> registration frames
+
+	wake    chan struct{}
+	control *pushPool
+	client  *http.Client
+
+	httpSrv *http.Server
+	httpLn  net.Listener
+	kvLns   []net.Listener
+	pulls   []*zmtp.Pull
+	kvConns sync.Map
+
+	schedGate Gate
+	requests  atomic.Int64
+	tokens    atomic.Int64
+	ridSeq    atomic.Uint64
+}
+
+type decodeStream struct {
+	tokens chan core.TokenOut
+	done   chan error
+}
+
+// DecodeAddrs are the addresses a decode role listens on.
+type DecodeAddrs struct {
+	HTTP   string   `json:"http"`
+	Notify []string `json:"notify"`
+	KV     []string `json:"kv"`
+}
+
+// StartDecode starts a decode role.
+func StartDecode(ctx context.Context, cfg Config, addrs DecodeAddrs, log *slog.Logger) (*Decode, error) {
+	return startDecode(ctx, cfg, addrs, newLinkTable(), log)
+}
+
+func startDecode(ctx context.Context, cfg Config, addrs DecodeAddrs, links *linkTable, log *slog.Logger) (*Decode, error) {
+	cfg, reg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &Decode{cfg: cfg, log: log.With("role", "decode"), links: links, hist: core.NewHistory(2000),
+		streams: map[string]*decodeStream{}, routes: map[string][]string{}, hello: map[string][][]byte{},
+		wake: make(chan struct{}, 1)}
+	d.ctx, d.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	d.control = newPushPool(d.ctx, links, d.helloFor)
+	tr := &http.Transport{DialContext: links.dial, MaxIdleConnsPerHost: 4}
+	d.client = &http.Client{Transport: tr, Timeout: 3 * time.Second}
+	links.watch(tr.CloseIdleConnections)
+	ok := false
+	defer func() {
+		if !ok {
+			_ = d.Close(context.Background())
+		}
+	}()
+	if d.httpLn, err = listen(ctx, cfg.Host, addrs.HTTP); err != nil {
+		return nil, fmt.Errorf("start decode http: %w", err)
+	}
+	var agents []core.DecodeAgent
+	for r := range cfg.TP {
+		pick := func(l []string) string {
+			if r < len(l) {
+				return l[r]
+			}
+			return ""
+		}
+		pull, err := zmtp.Listen(ctx, orAny(cfg.Host, pick(addrs.Notify)))
+		if err != nil {
+			return nil, fmt.Errorf("start decode notify socket rank %d: %w", r, err)
+		}
+		d.pulls = append(d.pulls, pull)
+		ln, err := listen(ctx, cfg.Host, pick(addrs.KV))
+		if err != nil {
+			return nil, fmt.Errorf("start decode kv listener rank %d: %w", r, err)
+		}
+		d.kvLns = append(d.kvLns, ln)
+		host, port, _ := net.SplitHostPort(pull.Addr())
+		pn, _ := strconv.Atoi(port)
+		agents = append(agents, core.DecodeAgent{IP: host, NotifyPort: pn, Name: fmt.Sprintf("decode-%s-%d", port, r)})
+	}
+	d.core = core.NewDecode(core.DecodeConfig{Ranks: cfg.TP, PageSize: cfg.PageSize, Pages: cfg.Pages,
+		WaitingTimeout: cfg.WaitingTimeout, AckTimeout: cfg.AckTimeout, Agents: agents, Regressions: reg}, d.hist)
+	d.httpSrv = &http.Server{Handler: d.routesHandler(), ReadHeaderTimeout: 10 * time.Second}
+	d.wg.Add(2)
+	go func() { defer d.wg.Done(); _ = d.httpSrv.Serve(d.httpLn) }()
+	go d.schedulerLoop()
+	for r := range cfg.TP {
+		d.wg.Add(2)
+		go d.notifyLoop(r)
+		go d.acceptKV(r)
+	}
+	ok = true
+	return d, nil
+}
+
+func orAny(host, addr string) string {
+	if addr == "" {
+		return net.JoinHostPort(host, "0")
+	}
+	return addr
+}
+
+// Addrs reports where the role listens.
+func (d *Decode) Addrs() DecodeAddrs {
+	a := DecodeAddrs{HTTP: d.httpLn.Addr().String()}
+	for r := range d.pulls {
+		a.Notify = append(a.Notify, d.pulls[r].Addr())
+		a.KV = append(a.KV, d.kvLns[r].Addr().String())
+	}
+	return a
+}
+
+// Close stops every loop and listener and waits for all goroutines.
+func (d *Decode) Close(ctx context.Context) error {
+	d.cancel()
+	if d.httpSrv != nil {
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		if err := d.httpSrv.Shutdown(sctx); err != nil {
+			_ = d.httpSrv.Close()
+		}
+		cancel()
+	}
+	if d.httpLn != nil {
+		_ = d.httpLn.Close()
+	}
+	var errs []error
+	for _, ln := range d.kvLns {
+		_ = ln.Close()
+	}
+	d.kvConns.Range(func(k, _ any) bool { _ = k.(net.Conn).Close(); return true })
+	for _, pull := range d.pulls {
+		errs = append(errs, pull.Close())
+	}
+	d.schedGate.Resume()
+	d.wg.Wait()
+	d.control.wait()
+	if d.client != nil {
+		d.client.CloseIdleConnections()
+	}
+	return errors.Join(errs...)
+}
+
+func (d *Decode) kick() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (d *Decode) helloFor(addr string) [][]byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.hello[addr]
+}
+
+func (d *Decode) schedulerLoop() {
+	defer d.wg.Done()
+	tick := time.NewTicker(d.cfg.CheckInterval)
+	defer tick.Stop()
+	busy := false
+	for {
+		if !busy {
+			select {
+			case <-d.ctx.Done():
+				return
+			case <-d.wake:
+			case <-tick.C:
+			}
+		} else if d.ctx.Err() != nil {
+			return
+		}
+		if d.schedGate.Wait(d.ctx) != nil {
+			return
+		}
+		d.mu.Lock()
+		res, err := d.core.Step(time.Now())
+		out := d.core.TakeOutbound()
+		for _, t := range res.Tokens {
+			if s, ok := d.streams[t.Rid]; ok {
+				s.tokens <- t
+				if t.Done {
+					delete(d.streams, t.Rid)
+				}
+			}
+		}
+		for _, f := range res.Finished {
+			if s, ok := d.streams[f.Rid]; ok {
+				s.done <- f.Err
+				delete(d.streams, f.Rid)
+			}
+		}
+		d.mu.Unlock()
+		if errors.Is(err, core.ErrCollectiveHang) {
+			// A rank waits in an all-reduce its peers never join: the
+			// scheduler is stuck for good, as gloo would be.
+			d.log.Debug("decode scheduler hung in all-reduce")
+			<-d.ctx.Done()
+			return
+		}
+		d.tokens.Add(int64(len(res.Tokens)))
+		d.sendOut(out)
+		busy = len(res.Tokens) > 0
+		if busy && d.cfg.DecodeTokensPerSec > 0 {
+			select {
+			case <-time.After(time.Duration(float64(time.Second) / d.cfg.DecodeTokensPerSec)):
+			case <-d.ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+func (d *Decode) sendOut(out []core.DecodeOut) {
+	for _, o := range out {
+		d.mu.Lock()
+		addrs := d.routes[o.Bootstrap]
+		d.mu.Unlock()
+		if o.Rank < len(addrs) {
+			d.control.send(addrs[o.Rank], o.Frames)
+		}
+	}
+}
+
+func (d *Decode) notifyLoop(rank int) {
+	defer d.wg.Done()
+	for {
+		frames, err := d.pulls[rank].Recv(d.ctx)
+		if err != nil {
+			return
+		}
+		d.mu.Lock()
+		_ = d.core.OnNotice(time.Now(), rank, frames)
+		d.mu.Unlock()
+		d.kick()
+	}
+}
+
+func (d *Decode) acceptKV(rank int) {
+	defer d.wg.Done()
+	for {
+		conn, err := d.kvLns[rank].Accept()
+		if err != nil {
+			return
+		}
+		d.kvConns.Store(conn, struct{}{})
+		d.wg.Add(1)
+		go d.serveKV(rank, conn)
+	}
+}
+
+// serveKV applies chunks from one prefill worker connection, replying to
+// each as its write completion.
+func (d *Decode) serveKV(rank int, conn net.Conn) {
+	defer d.wg.Done()
+	defer d.kvConns.Delete(conn)
+	defer conn.Close()
+	r, w := bufio.NewReader(conn), bufio.NewWriter(conn)
+	for {
+		m, err := readKV(r)
+		if err != nil {
+			return
+		}
+		if int(m.rank) != rank {
+			return
+		}
+		d.mu.Lock()
+		var active bool
+		if m.kind == kvChunk {
+			active = d.core.OnChunk(time.Now(), rank, m.room, int(m.id), m.last, m.pages, int(m.first), m.payload)
+		} else {
+			active = d.core.OnAux(time.Now(), rank, m.room)
+		}
+		d.mu.Unlock()
+		d.kick()
+		reply := byte(kvAccepted)
+		if !active {
+			reply = kvInactive
+		}
+		if w.WriteByte(reply) != nil || w.Flush() != nil {
+			return
+		}
+	}
+}
+
+// resolve finds prefill's control socket per rank through its bootstrap
+// server's /route, once per bootstrap address, and prepares the
+// registration each new connection starts with.
+func (d *Decode) resolve(ctx context.Context, bootstrap string) error {
+	d.mu.Lock()
+	_, ok := d.routes[bootstrap]
+	d.mu.Unlock()
+	if ok {
+		return nil
+	}
+	var addrs []string
+	for r := range d.cfg.TP {
+		u := fmt.Sprintf("http://%s/route?engine_rank=%d&target_dp_group=0&target_tp_rank=%d&target_pp_rank=0", bootstrap, r, r)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return fmt.Errorf("bootstrap route %s: %w", bootstrap, err)
+		}
+		resp, err := d.client.Do(req)
+		if err != nil {
+			return fmt.Errorf("bootstrap route %s rank %d: %w", bootstrap, r, err)
+		}
+		var route struct {
+			RankIP   string `json:"rank_ip"`
+			RankPort int    `json:"rank_port"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&route)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || route.RankPort == 0 {
+			return fmt.Errorf("bootstrap route %s rank %d: status %d: %v", bootstrap, r, resp.StatusCode, err)
+		}
+		addrs = append(addrs, net.JoinHostPort(route.RankIP, strconv.Itoa(route.RankPort)))
+	}
+	cfg := d.core.Config()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for r, a := range addrs {
+		ag := cfg.Agents[r]
+		d.hello[a] = core.Registration{DecodeIP: ag.IP, DecodePort: ag.NotifyPort, AgentName: ag.Name,
+			KVAddr: d.kvLns[r].Addr().String(), DecodeTP: cfg.Ranks, DecodeRank: r, DstNumSlots: 1024}.Frames()
+	}
+	d.routes[bootstrap] = addrs
+	return nil
+}

@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Hooks returns the role's pause gates.
+func (d *Decode) Hooks() Hooks {
+	return hookSet{{HookSpec{Hook: HookScheduler, Role: "decode", Rank: 0, Worker: -1}, &d.schedGate}}
+}
+
+func (d *Decode) routesHandler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(d.cfg.Model, "decode", d.samples))
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /generate", d.handleGenerate)
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET /health_generate", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("POST /abort_request", func(w http.ResponseWriter, r *http.Request) {
+		var req abortRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		if req.Rid != "" {
+			d.mu.Lock()
+			d.core.Abort(time.Now(), req.Rid)
+			d.mu.Unlock()
+			d.kick()
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	mux.HandleFunc("GET /get_server_info", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, serverInfo(d.cfg, "decode", d.Addrs()))
+	})
+	mux.HandleFunc("GET /debug/rooms", loopbackOnly(func(w http.ResponseWriter, r *http.Request) {
+		d.mu.Lock()
+		held, cleared := d.hist.Snapshot()
+		d.mu.Unlock()
+		writeJSON(w, RoomsResponse{Role: "decode", Held: held, Cleared: cleared})
+	}))
+	mux.HandleFunc("/debug/hooks", loopbackOnly(serveHooks(d.Hooks())))
+	return mux
+}
+
+func (d *Decode) samples() []rankSample {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []rankSample
+	hung := 0.0
+	if d.core.Hung() {
+		hung = 1
+	}
+	for r := range d.core.Ranks() {
+		l := d.core.Lens(r)
+		out = append(out, rankSample{gauges: map[string]float64{
+			MetricPrefillBootstrapQueue: 0, MetricPrefillInflightQueue: 0,
+			MetricDecodePreallocQueue: float64(l.Prealloc), MetricDecodeTransferQueue: float64(l.Transfer),
+			MetricRunning: float64(l.Running), MetricQueue: 0,
+			MetricTokenUsage:         float64(l.PagesUsed) / float64(l.PagesTotal),
+			MetricBootstrapLoopAlive: 1, MetricAwaitingAck: float64(l.AwaitingAck), MetricSchedulerHung: hung,
+		}, counters: map[string]float64{
+			MetricBootstrapFailed: 0, MetricTransferFailed: float64(d.core.TransferFailed),
+			MetricRequests: float64(d.requests.Load()), MetricGenerationTokens: float64(d.tokens.Load()),
+			MetricMalformedControl: 0, MetricStrayChunks: float64(d.core.StrayChunks),
+		}})
+	}
+	return out
+}
+
+func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
+	var req GenerateRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "decode /generate body: "+err.Error())
+		return
+	}
+	if req.BootstrapRoom == nil || req.BootstrapHost == "" || req.BootstrapPort == 0 {
+		writeError(w, http.StatusBadRequest, "decode /generate needs bootstrap_host, bootstrap_port and bootstrap_room (send requests through the router)")
+		return
+	}
+	room := *req.BootstrapRoom
+	bootstrap := net.JoinHostPort(req.BootstrapHost, strconv.Itoa(req.BootstrapPort))
+	maxNew := req.SamplingParams.MaxNewTokens
+	if maxNew <= 0 {
+		maxNew = d.cfg.MaxNewTokens
+	}
+	rid := req.Rid
+	if rid == "" {
+		rid = "decode-" + strconv.FormatUint(d.ridSeq.Add(1), 10)
+	}
+	if err := d.resolve(r.Context(), bootstrap); err != nil {
+		writeError(w, http.StatusBadGateway, err.Error())
+		return
+	}
+	tokens := model.Tokenize(req.Text)
+	st := &decodeStream{tokens: make(chan core.TokenOut, maxNew+1), done: make(chan error, 1)}
+	d.mu.Lock()
+	err := d.core.Add(time.Now(), rid, room, bootstrap, tokens, maxNew)
+	if err == nil {
+		d.streams[rid] = st
+	}
+	d.mu.Unlock()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	d.requests.Add(1)
+	d.kick()
+	abort := func() {
+		d.mu.Lock()
+		d.core.Abort(time.Now(), rid)
+		d.mu.Unlock()
+		d.kick()
+	}
+	var text strings.Builder
+	meta := MetaInfo{ID: rid, PromptTokens: len(tokens), BootstrapRoom: room}
+	flusher, _ := w.(http.Flusher)
+	started := false
+	for {
+		select {
+		case <-r.Context().Done():
+			abort()
+			return
+		case <-d.ctx.Done():
+			if !started {
+				writeError(w, http.StatusServiceUnavailable, "decode shutting down")
+			}
+			return
+		case err := <-st.done:
+			msg := fmt.Sprintf("decode room %d: %v", room, err)
+			if !started {
+				writeError(w, http.StatusInternalServerError, msg)
+				return
+			}
+			b, _ := json.Marshal(ErrorBody{Error: ErrorDetail{Message: msg, Type: "InternalServerError", Code: 500}})
+			fmt.Fprintf(w, "data: %s\n\n", b)
+			if flusher != nil {
+				flusher.Flush()
+			}
+			return
+		case t := <-st.tokens:
+			text.WriteString(t.Piece)
+			meta.CompletionTokens = t.Index + 1
+			if t.Done {
+				meta.FinishReason = &FinishReason{Type: "length", Length: meta.CompletionTokens}
+			}
+			if req.Stream {
+				if !started {
+					w.Header().Set("Content-Type", "text/event-stream")
+					w.Header().Set("Cache-Control", "no-cache")
+					started = true
+				}
+				b, _ := json.Marshal(GenerateChunk{Text: text.String(), MetaInfo: meta})
+				fmt.Fprintf(w, "data: %s\n\n", b)
+				if t.Done {
+					fmt.Fprint(w, "data: [DONE]\n\n")
+				}
+				if flusher != nil {
+					flusher.Flush()
+				}
+			}
+			if t.Done {
+				if !req.Stream {
+					writeJSON(w, GenerateChunk{Text: text.String(), MetaInfo: meta})
+				}
+				return
+			}
+		}
+	}
+}

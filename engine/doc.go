@@ -1,0 +1,14 @@
+// Package engine is pdchaos's bundled prefill/decode engine: a router, a
+// prefill and a decode role that behave like SGLang's PD mode (same
+// endpoints, same metric names, the same KV-transfer protocol shape over real
+// TCP and ZMTP), without GPUs. Each role runs as its own process
+// (`pdchaos engine --role …`) or all in one process (Cluster).
+//
+// The protocol and queue logic are pure state machines in engine/core; this
+// package is the live runtime that drives them with goroutines, sockets and
+// the wall clock. A deterministic simulator can drive the same core from a
+// seeded scheduler and virtual time (see engine/core's doc).
+//
+// engine must not import faults, agents, harness, reports, suites or Ginkgo;
+// those import it.
+package engine

@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/pdchaos/pdchaos/engine/core"
+)
+
+// LinkKind says what a link carries, so a fault can refuse a link it cannot
+// act on (a frame proxy needs ZMTP, not HTTP).
+type LinkKind string
+
+// Link kinds.
+const (
+	// LinkHTTP carries HTTP: client→router, router→prefill, router→decode,
+	// decode→prefill bootstrap (/route).
+	LinkHTTP LinkKind = "http"
+	// LinkZMTP carries ZMTP 3.x PUSH→PULL: decode→prefill control messages.
+	LinkZMTP LinkKind = "zmtp"
+	// LinkKV carries the prefill→decode KV chunk stream.
+	LinkKV LinkKind = "kv"
+)
+
+// Link is one named TCP hop between two parties of a deployment. A proxy
+// sits in front of it by listening somewhere and forwarding to Addr, after
+// the target has been told (Interpose) to send new connections to the proxy.
+type Link struct {
+	// Name identifies the link: "router-prefill", "router-decode",
+	// "bootstrap", "control/<rank>", "kv/<rank>".
+	Name string `json:"name"`
+	// From and To are the roles at each end ("client", "router", "prefill", "decode").
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Kind is what the link carries.
+	Kind LinkKind `json:"kind"`
+	// Addr is the host:port the To side listens on.
+	Addr string `json:"addr"`
+}
+
+// Restore undoes an Interpose: new connections go straight to the link's
+// address again and connections made through the proxy are dropped.
+type Restore func(ctx context.Context) error
+
+// RoomRecord is a room's state and event history as /debug/rooms reports it.
+type RoomRecord = core.RoomRecord
+
+// ErrUnsupported is returned (wrapped, naming what is missing) when a target
+// cannot do something a fault or check asks: no such link, no hooks, no
+// process control. faults.ErrUnsupported is the same value.
+var ErrUnsupported = errors.New("unsupported by target")
+
+// Processes controls the role processes of a target.
+type Processes interface {
+	// Roles lists the roles that run as processes ("router", "prefill", "decode").
+	Roles() []string
+	// PID returns the current process id of a role.
+	PID(role string) (int, error)
+	// Restart starts a role again after it was killed, with the same
+	// addresses, and returns once it serves.
+	Restart(ctx context.Context, role string) error
+}

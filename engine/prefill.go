@@ -1,0 +1,425 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/engine/zmtp"
+)
+
+// Prefill is a running prefill role: HTTP server, bootstrap server, one
+// control PULL socket, bootstrap loop and transfer workers per rank, and the
+// scheduler loop, all driving a core.Prefill under one mutex.
+type Prefill struct {
+	cfg    Config
+	log    *slog.Logger
+	links  *linkTable
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	core    *core.Prefill
+	hist    *core.History
+	waiters map[string]chan error
+
+	wake       chan struct{}
+	workerWake [][]chan struct{}
+	notify     *pushPool
+
+	httpSrv, bootSrv *http.Server
+	httpLn, bootLn   net.Listener
+	pulls            []*zmtp.Pull
+
+	schedGate Gate
+	bootGates []*Gate
+	workGates [][]*Gate
+
+	requests atomic.Int64
+	ridSeq   atomic.Uint64
+}
+
+// PrefillAddrs are the addresses a prefill role listens on; empty means
+// an OS-chosen port on Config.Host.
+type PrefillAddrs struct {
+	HTTP      string   `json:"http"`
+	Bootstrap string   `json:"bootstrap"`
+	Control   []string `json:"control"`
+}
+
+// StartPrefill starts a prefill role.
+func StartPrefill(ctx context.Context, cfg Config, addrs PrefillAddrs, log *slog.Logger) (*Prefill, error) {
+	return startPrefill(ctx, cfg, addrs, newLinkTable(), log)
+}
+
+func startPrefill(ctx context.Context, cfg Config, addrs PrefillAddrs, links *linkTable, log *slog.Logger) (*Prefill, error) {
+	cfg, reg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	hist := core.NewHistory(2000)
+	p := &Prefill{cfg: cfg, log: log.With("role", "prefill"), links: links, hist: hist,
+		core: core.NewPrefill(core.PrefillConfig{Ranks: cfg.TP, Workers: cfg.TransferWorkers, PageSize: cfg.PageSize,
+			ChunkPages: cfg.ChunkPages, BootstrapTimeout: cfg.BootstrapTimeout, InflightTimeout: cfg.InflightTimeout, Regressions: reg}, hist),
+		waiters: map[string]chan error{}, wake: make(chan struct{}, 1)}
+	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	p.notify = newPushPool(p.ctx, links, nil)
+	ok := false
+	defer func() {
+		if !ok {
+			_ = p.Close(context.Background())
+		}
+	}()
+	if p.httpLn, err = listen(ctx, cfg.Host, addrs.HTTP); err != nil {
+		return nil, fmt.Errorf("start prefill http: %w", err)
+	}
+	if p.bootLn, err = listen(ctx, cfg.Host, addrs.Bootstrap); err != nil {
+		return nil, fmt.Errorf("start prefill bootstrap server: %w", err)
+	}
+	for r := range cfg.TP {
+		addr := net.JoinHostPort(cfg.Host, "0")
+		if r < len(addrs.Control) && addrs.Control[r] != "" {
+			addr = addrs.Control[r]
+		}
+		pull, err := zmtp.Listen(ctx, addr)
+		if err != nil {
+			return nil, fmt.Errorf("start prefill control socket rank %d: %w", r, err)
+		}
+		p.pulls = append(p.pulls, pull)
+		p.bootGates = append(p.bootGates, &Gate{})
+		var gates []*Gate
+		var wakes []chan struct{}
+		for range cfg.TransferWorkers {
+			gates = append(gates, &Gate{})
+			wakes = append(wakes, make(chan struct{}, 1))
+		}
+		p.workGates = append(p.workGates, gates)
+		p.workerWake = append(p.workerWake, wakes)
+	}
+	p.httpSrv = &http.Server{Handler: p.routes(), ReadHeaderTimeout: 10 * time.Second}
+	p.bootSrv = &http.Server{Handler: p.bootstrapRoutes(), ReadHeaderTimeout: 10 * time.Second}
+	p.goServe(p.httpSrv, p.httpLn)
+	p.goServe(p.bootSrv, p.bootLn)
+	p.wg.Add(1)
+	go p.schedulerLoop()
+	for r := range cfg.TP {
+		p.wg.Add(1)
+		go p.bootstrapLoop(r)
+		for w := range cfg.TransferWorkers {
+			p.wg.Add(1)
+			go p.workerLoop(r, w)
+		}
+	}
+	ok = true
+	return p, nil
+}
+
+func listen(ctx context.Context, host, addr string) (net.Listener, error) {
+	if addr == "" {
+		addr = net.JoinHostPort(host, "0")
+	}
+	var lc net.ListenConfig
+	return lc.Listen(ctx, "tcp", addr)
+}
+
+func (p *Prefill) goServe(srv *http.Server, ln net.Listener) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		_ = srv.Serve(ln)
+	}()
+}
+
+// Addrs reports where the role listens.
+func (p *Prefill) Addrs() PrefillAddrs {
+	a := PrefillAddrs{HTTP: p.httpLn.Addr().String(), Bootstrap: p.bootLn.Addr().String()}
+	for _, pull := range p.pulls {
+		a.Control = append(a.Control, pull.Addr())
+	}
+	return a
+}
+
+// Close stops every loop and listener and waits for all goroutines.
+func (p *Prefill) Close(ctx context.Context) error {
+	p.cancel()
+	var errs []error
+	for _, s := range []*http.Server{p.httpSrv, p.bootSrv} {
+		if s != nil {
+			sctx, cancel := context.WithTimeout(ctx, time.Second)
+			if err := s.Shutdown(sctx); err != nil {
+				_ = s.Close()
+			}
+			cancel()
+		}
+	}
+	for _, l := range []net.Listener{p.httpLn, p.bootLn} {
+		if l != nil {
+			_ = l.Close()
+		}
+	}
+	for _, pull := range p.pulls {
+		errs = append(errs, pull.Close())
+	}
+	for _, g := range p.allGates() {
+		g.Resume()
+	}
+	p.wg.Wait()
+	p.notify.wait()
+	return errors.Join(errs...)
+}
+
+func (p *Prefill) kick(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (p *Prefill) schedulerLoop() {
+	defer p.wg.Done()
+	tick := time.NewTicker(p.cfg.CheckInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.wake:
+		case <-tick.C:
+		}
+		if p.schedGate.Wait(p.ctx) != nil {
+			return
+		}
+		p.mu.Lock()
+		res := p.core.Step(time.Now())
+		out := p.core.TakeOutbound()
+		for _, f := range res.Finished {
+			if ch, ok := p.waiters[f.Rid]; ok {
+				ch <- f.Err
+				delete(p.waiters, f.Rid)
+			}
+		}
+		p.mu.Unlock()
+		p.sendOut(out)
+		if res.Forwarded > 0 {
+			for r := range p.workerWake {
+				for w := range p.workerWake[r] {
+					p.kick(p.workerWake[r][w])
+				}
+			}
+			if p.cfg.PrefillTokensPerSec > 0 {
+				d := time.Duration(float64(res.Forwarded) / p.cfg.PrefillTokensPerSec * float64(time.Second))
+				select {
+				case <-time.After(d):
+				case <-p.ctx.Done():
+					return
+				}
+			}
+		}
+	}
+}
+
+func (p *Prefill) sendOut(out []core.Outbound) {
+	for _, o := range out {
+		p.notify.send(o.To, o.Frames)
+	}
+}
+
+func (p *Prefill) bootstrapLoop(rank int) {
+	defer p.wg.Done()
+	for {
+		frames, err := p.pulls[rank].Recv(p.ctx)
+		if err != nil {
+			return
+		}
+		if p.bootGates[rank].Wait(p.ctx) != nil {
+			return
+		}
+		p.mu.Lock()
+		err = p.core.OnControl(time.Now(), rank, frames)
+		out := p.core.TakeOutbound()
+		p.mu.Unlock()
+		p.sendOut(out)
+		p.kick(p.wake)
+		if errors.Is(err, core.ErrLoopDead) {
+			// The thread is gone; the process and /health carry on.
+			p.log.Debug("bootstrap loop exited", "rank", rank, "err", err)
+			return
+		}
+	}
+}
+
+var errInactive = errors.New("decode reports the room inactive")
+
+type kvConn struct {
+	conn net.Conn
+	r    *bufio.Reader
+	w    *bufio.Writer
+	gen  uint64
+}
+
+func (p *Prefill) workerLoop(rank, w int) {
+	defer p.wg.Done()
+	conns := map[string]*kvConn{}
+	defer func() {
+		for _, c := range conns {
+			_ = c.conn.Close()
+		}
+	}()
+	tick := time.NewTicker(p.cfg.CheckInterval * 4)
+	defer tick.Stop()
+	for {
+		p.mu.Lock()
+		c := p.core.WorkerBegin(time.Now(), rank, w)
+		p.mu.Unlock()
+		if c == nil {
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-p.workerWake[rank][w]:
+			case <-tick.C:
+			}
+			continue
+		}
+		if p.workGates[rank][w].Wait(p.ctx) != nil {
+			return
+		}
+		p.mu.Lock()
+		send := p.core.WorkerSend(time.Now(), rank, w)
+		p.mu.Unlock()
+		var err error
+		if send {
+			err = p.sendChunk(conns, c)
+		}
+		p.mu.Lock()
+		p.core.WorkerEnd(time.Now(), rank, w, err)
+		out := p.core.TakeOutbound()
+		p.mu.Unlock()
+		p.sendOut(out)
+		p.kick(p.wake)
+	}
+}
+
+func (p *Prefill) sendChunk(conns map[string]*kvConn, c *core.Chunk) error {
+	kc, err := p.kvConn(conns, c.KVAddr)
+	if err != nil {
+		return err
+	}
+	msgs := []kvMsg{{kind: kvChunk, room: c.Room, id: uint32(c.ID), last: c.Last, rank: uint16(c.Rank), first: uint32(c.First), pages: c.Pages, payload: c.Payload}}
+	if c.Last {
+		msgs = append(msgs, kvMsg{kind: kvAux, room: c.Room, rank: uint16(c.Rank)})
+	}
+	for _, m := range msgs {
+		_ = kc.conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if err := writeKV(kc.w, m); err != nil {
+			p.dropKV(conns, c.KVAddr)
+			return fmt.Errorf("write kv chunk: %w", err)
+		}
+		reply, err := kc.r.ReadByte()
+		if err != nil {
+			p.dropKV(conns, c.KVAddr)
+			return fmt.Errorf("read kv reply: %w", err)
+		}
+		if reply == kvInactive {
+			return errInactive
+		}
+	}
+	return nil
+}
+
+func (p *Prefill) kvConn(conns map[string]*kvConn, addr string) (*kvConn, error) {
+	if kc, ok := conns[addr]; ok && kc.gen == p.links.generation() {
+		return kc, nil
+	}
+	p.dropKV(conns, addr)
+	target, gen := p.links.resolve(addr)
+	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", target)
+	if err != nil {
+		return nil, fmt.Errorf("dial kv link %s: %w", addr, err)
+	}
+	kc := &kvConn{conn: conn, r: bufio.NewReader(conn), w: bufio.NewWriter(conn), gen: gen}
+	conns[addr] = kc
+	return kc, nil
+}
+
+func (p *Prefill) dropKV(conns map[string]*kvConn, addr string) {
+	if kc, ok := conns[addr]; ok {
+		_ = kc.conn.Close()
+		delete(conns, addr)
+	}
+}
+
+func (p *Prefill) allGates() []*Gate {
+	gates := []*Gate{&p.schedGate}
+	gates = append(gates, p.bootGates...)
+	for _, ws := range p.workGates {
+		gates = append(gates, ws...)
+	}
+	return gates
+}
+
+func (p *Prefill) handleGenerate(w http.ResponseWriter, r *http.Request) {
+	var req GenerateRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "decode /generate body: "+err.Error())
+		return
+	}
+	if req.BootstrapRoom == nil {
+		writeError(w, http.StatusBadRequest, "prefill /generate needs bootstrap_room (send requests through the router)")
+		return
+	}
+	room := *req.BootstrapRoom
+	rid := req.Rid
+	if rid == "" {
+		rid = "prefill-" + strconv.FormatUint(p.ridSeq.Add(1), 10)
+	}
+	tokens := model.Tokenize(req.Text)
+	done := make(chan error, 1)
+	p.mu.Lock()
+	err := p.core.Add(time.Now(), rid, room, tokens)
+	if err == nil {
+		p.waiters[rid] = done
+	}
+	p.mu.Unlock()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	p.requests.Add(1)
+	p.kick(p.wake)
+	select {
+	case err = <-done:
+	case <-r.Context().Done():
+		p.mu.Lock()
+		p.core.Abort(time.Now(), rid)
+		p.mu.Unlock()
+		p.kick(p.wake)
+		return
+	case <-p.ctx.Done():
+		writeError(w, http.StatusServiceUnavailable, "prefill shutting down")
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("prefill room %d: %v", room, err))
+		return
+	}
+	writeJSON(w, GenerateChunk{MetaInfo: MetaInfo{ID: rid, PromptTokens: len(tokens), CompletionTokens: 1,
+		FinishReason: &FinishReason{Type: "length", Length: 1}, BootstrapRoom: room}})
+}

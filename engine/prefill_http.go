@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"strconv"
+
+	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Hooks returns the role's pause gates.
+func (p *Prefill) Hooks() Hooks {
+	h := hookSet{{HookSpec{Hook: HookScheduler, Role: "prefill", Rank: 0, Worker: -1}, &p.schedGate}}
+	for r, g := range p.bootGates {
+		h = append(h, hookEntry{HookSpec{Hook: HookBootstrapLoop, Role: "prefill", Rank: r, Worker: -1}, g})
+	}
+	for r, ws := range p.workGates {
+		for w, g := range ws {
+			h = append(h, hookEntry{HookSpec{Hook: HookTransferWorkers, Role: "prefill", Rank: r, Worker: w}, g})
+		}
+	}
+	return h
+}
+
+func (p *Prefill) routes() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(p.cfg.Model, "prefill", p.samples))
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /generate", p.handleGenerate)
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET /health_generate", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("POST /abort_request", p.handleAbort)
+	mux.HandleFunc("GET /get_server_info", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, serverInfo(p.cfg, "prefill", p.Addrs()))
+	})
+	mux.HandleFunc("GET /debug/rooms", loopbackOnly(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		held, cleared := p.hist.Snapshot()
+		p.mu.Unlock()
+		writeJSON(w, RoomsResponse{Role: "prefill", Held: held, Cleared: cleared})
+	}))
+	mux.HandleFunc("/debug/hooks", loopbackOnly(serveHooks(p.Hooks())))
+	return mux
+}
+
+func (p *Prefill) samples() []rankSample {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, wq, inflight := p.core.QueueLens()
+	var out []rankSample
+	for r := range p.core.Ranks() {
+		alive := 1.0
+		if p.core.Dead(r) {
+			alive = 0
+		}
+		s := rankSample{gauges: map[string]float64{
+			MetricPrefillBootstrapQueue: float64(b), MetricPrefillInflightQueue: float64(inflight),
+			MetricDecodePreallocQueue: 0, MetricDecodeTransferQueue: 0, MetricRunning: 0,
+			MetricQueue: float64(wq), MetricTokenUsage: 0, MetricBootstrapLoopAlive: alive, MetricAwaitingAck: 0,
+			MetricSchedulerHung: 0,
+		}, counters: map[string]float64{
+			MetricBootstrapFailed: float64(p.core.BootstrapFailed), MetricTransferFailed: float64(p.core.TransferFailed),
+			MetricRequests: float64(p.requests.Load()), MetricGenerationTokens: 0,
+			MetricMalformedControl: float64(p.core.Malformed), MetricStrayChunks: 0,
+		}}
+		out = append(out, s)
+	}
+	return out
+}
+
+type abortRequest struct {
+	Rid      string `json:"rid"`
+	AbortAll bool   `json:"abort_all"`
+}
+
+func (p *Prefill) handleAbort(w http.ResponseWriter, r *http.Request) {
+	var req abortRequest
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	// SGLang answers 200 whatever matched; an empty rid matches nothing.
+	if req.Rid != "" {
+		p.mu.Lock()
+		p.core.Abort(timeNow(), req.Rid)
+		p.mu.Unlock()
+		p.kick(p.wake)
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// route is the bootstrap server's GET /route: where a rank's control socket
+// listens, or the topology when every rank index is -1.
+func (p *Prefill) bootstrapRoutes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET /route", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		rank, err := strconv.Atoi(q.Get("target_tp_rank"))
+		if err != nil || rank == -1 || q.Get("target_tp_rank") == "" {
+			writeJSON(w, map[string]int{"prefill_attn_tp_size": p.cfg.TP, "prefill_dp_size": 1, "prefill_pp_size": 1,
+				"page_size": p.cfg.PageSize})
+			return
+		}
+		if rank < 0 || rank >= len(p.pulls) {
+			writeError(w, http.StatusNotFound, "no such prefill rank "+strconv.Itoa(rank))
+			return
+		}
+		host, port, _ := net.SplitHostPort(p.pulls[rank].Addr())
+		pn, _ := strconv.Atoi(port)
+		writeJSON(w, map[string]any{"rank_ip": host, "rank_port": pn})
+	})
+	return mux
+}
+
+func serverInfo(cfg Config, role string, addrs any) map[string]any {
+	reg, _ := core.ParseRegressions(cfg.Regressions)
+	return map[string]any{"model_path": cfg.Model, "served_model_name": cfg.Model, "disaggregation_mode": role,
+		"tp_size": cfg.TP, "page_size": cfg.PageSize, "regressions": reg.List(), "addrs": addrs,
+		"internal_states": []any{}}
+}

@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine/zmtp"
+)
+
+// pushPool sends control messages to ZMTP PULL peers without blocking the
+// caller: one queue and one sender goroutine per peer address, like a
+// libzmq PUSH socket with its send buffer. A broken connection loses the
+// message being sent (as libzmq does on reset) and is redialled for the
+// next one; hello, if set, is sent first on every new connection (decode's
+// registration).
+type pushPool struct {
+	ctx     context.Context
+	links   *linkTable
+	hello   func(addr string) [][]byte
+	mu      sync.Mutex
+	peers   map[string]*pushPeer
+	wg      sync.WaitGroup
+	dropped atomic.Int64
+	sent    atomic.Int64
+}
+
+type pushPeer struct {
+	addr string
+	q    chan [][]byte
+}
+
+const pushQueueLen = 8192
+
+func newPushPool(ctx context.Context, links *linkTable, hello func(addr string) [][]byte) *pushPool {
+	return &pushPool{ctx: ctx, links: links, hello: hello, peers: map[string]*pushPeer{}}
+}
+
+// send queues msg for addr; it never blocks.
+func (p *pushPool) send(addr string, msg [][]byte) {
+	p.mu.Lock()
+	peer, ok := p.peers[addr]
+	if !ok {
+		if p.ctx.Err() != nil {
+			p.mu.Unlock()
+			return
+		}
+		peer = &pushPeer{addr: addr, q: make(chan [][]byte, pushQueueLen)}
+		p.peers[addr] = peer
+		p.wg.Add(1)
+		go p.run(peer)
+	}
+	p.mu.Unlock()
+	select {
+	case peer.q <- msg:
+	default:
+		p.dropped.Add(1)
+	}
+}
+
+func (p *pushPool) run(peer *pushPeer) {
+	defer p.wg.Done()
+	var conn *zmtp.Push
+	var gen uint64
+	defer func() {
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}()
+	for {
+		var msg [][]byte
+		select {
+		case <-p.ctx.Done():
+			return
+		case msg = <-peer.q:
+		}
+		if conn != nil && p.links.generation() != gen {
+			_ = conn.Close()
+			conn = nil
+		}
+		if conn == nil {
+			var err error
+			conn, gen, err = p.connect(peer.addr)
+			if err != nil {
+				p.dropped.Add(1)
+				continue
+			}
+		}
+		if err := conn.Send(p.ctx, msg); err != nil {
+			p.dropped.Add(1)
+			_ = conn.Close()
+			conn = nil
+			continue
+		}
+		p.sent.Add(1)
+	}
+}
+
+func (p *pushPool) connect(addr string) (*zmtp.Push, uint64, error) {
+	target, gen := p.links.resolve(addr)
+	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
+	defer cancel()
+	conn, err := zmtp.Dial(ctx, target)
+	if err != nil {
+		return nil, 0, err
+	}
+	if p.hello != nil {
+		if err := conn.Send(ctx, p.hello(addr)); err != nil {
+			_ = conn.Close()
+			return nil, 0, err
+		}
+	}
+	return conn, gen, nil
+}
+
+// wait blocks until every sender goroutine has ended (after ctx is done).
+func (p *pushPool) wait() { p.wg.Wait() }

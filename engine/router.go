@@ -1,0 +1,241 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// RouterConfig tells the router where its prefill and decode are.
+type RouterConfig struct {
+	// Listen is the router's address; empty = OS-chosen port on Config.Host.
+	Listen string `json:"listen"`
+	// PrefillHTTP and DecodeHTTP are host:port of the engines' HTTP servers.
+	PrefillHTTP string `json:"prefill_http"`
+	DecodeHTTP  string `json:"decode_http"`
+	// PrefillBootstrap is host:port of prefill's bootstrap server, passed to
+	// decode with every request.
+	PrefillBootstrap string `json:"prefill_bootstrap"`
+}
+
+// Router is a mini load balancer like SGLang's mini_lb: it picks a random
+// bootstrap room, sends the same request to prefill and decode at once and
+// streams decode's answer. A client that goes away cancels both upstream
+// requests; that is how aborts reach the engines.
+type Router struct {
+	cfg    Config
+	rc     RouterConfig
+	log    *slog.Logger
+	srv    *http.Server
+	ln     net.Listener
+	client *http.Client
+	tr     *http.Transport
+	wg     sync.WaitGroup
+
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+// StartRouter starts a router.
+func StartRouter(ctx context.Context, cfg Config, rc RouterConfig, log *slog.Logger) (*Router, error) {
+	return startRouter(ctx, cfg, rc, newLinkTable(), log)
+}
+
+func startRouter(ctx context.Context, cfg Config, rc RouterConfig, links *linkTable, log *slog.Logger) (*Router, error) {
+	cfg, _, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	for name, a := range map[string]string{"prefill http": rc.PrefillHTTP, "decode http": rc.DecodeHTTP, "prefill bootstrap": rc.PrefillBootstrap} {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return nil, fmt.Errorf("start router: %s address %q: %w", name, a, err)
+		}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	rt := &Router{cfg: cfg, rc: rc, log: log.With("role", "router"), rng: rand.New(rand.NewPCG(cfg.Seed, 0x726f75746572))}
+	rt.tr = &http.Transport{DialContext: links.dial, MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second}
+	rt.client = &http.Client{Transport: rt.tr}
+	links.watch(rt.tr.CloseIdleConnections)
+	if rt.ln, err = listen(ctx, cfg.Host, rc.Listen); err != nil {
+		return nil, fmt.Errorf("start router: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", rt.handleChat)
+	mux.HandleFunc("POST /generate", rt.handleGenerate)
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]any{"object": "list", "data": []map[string]any{{"id": cfg.Model, "object": "model", "owned_by": "pdchaos"}}})
+	})
+	rt.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	rt.wg.Add(1)
+	go func() { defer rt.wg.Done(); _ = rt.srv.Serve(rt.ln) }()
+	return rt, nil
+}
+
+// Addr is the router's host:port.
+func (rt *Router) Addr() string { return rt.ln.Addr().String() }
+
+// Close stops the router, cutting open streams.
+func (rt *Router) Close(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := rt.srv.Shutdown(sctx); err != nil {
+		_ = rt.srv.Close()
+	}
+	rt.wg.Wait()
+	rt.tr.CloseIdleConnections()
+	return nil
+}
+
+func (rt *Router) room() uint64 {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.rng.Uint64() >> 1 // 63 bits, as SGLang
+}
+
+// dispatch sends req to prefill and decode at once. It returns decode's
+// response and a wait function for prefill's.
+func (rt *Router) dispatch(ctx context.Context, req GenerateRequest) (*http.Response, func(), error) {
+	host, port, _ := net.SplitHostPort(rt.rc.PrefillBootstrap)
+	req.BootstrapHost = host
+	req.BootstrapPort, _ = strconv.Atoi(port)
+	prefillReq := req
+	prefillReq.Stream = false
+	pb, _ := json.Marshal(prefillReq)
+	db, _ := json.Marshal(req)
+	prefillDone := make(chan struct{})
+	go func() {
+		defer close(prefillDone)
+		resp, err := rt.post(ctx, rt.rc.PrefillHTTP, pb)
+		if err != nil {
+			rt.log.Debug("prefill request failed", "err", err)
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}()
+	wait := func() { <-prefillDone }
+	resp, err := rt.post(ctx, rt.rc.DecodeHTTP, db)
+	if err != nil {
+		return nil, wait, err
+	}
+	return resp, wait, nil
+}
+
+func (rt *Router) post(ctx context.Context, hostport string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+hostport+"/generate", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return rt.client.Do(req)
+}
+
+func (rt *Router) handleGenerate(w http.ResponseWriter, r *http.Request) {
+	var req GenerateRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "decode /generate body: "+err.Error())
+		return
+	}
+	room := rt.room()
+	if req.BootstrapRoom != nil {
+		room = *req.BootstrapRoom
+	}
+	req.BootstrapRoom = &room
+	if req.Rid == "" {
+		req.Rid = fmt.Sprintf("gen-%016x", room)
+	}
+	resp, wait, err := rt.dispatch(r.Context(), req)
+	defer wait()
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "decode: "+err.Error())
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+	w.Header().Set("X-PD-Bootstrap-Room", strconv.FormatUint(room, 10))
+	w.WriteHeader(resp.StatusCode)
+	flusher, _ := w.(http.Flusher)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			_, _ = w.Write(buf[:n])
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readEvents reads decode's SSE stream, calling fn for each data payload.
+func readEvents(body io.Reader, fn func(data []byte) bool) error {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "data:") {
+			continue
+		}
+		if !fn([]byte(strings.TrimSpace(strings.TrimPrefix(line, "data:")))) {
+			return nil
+		}
+	}
+	return sc.Err()
+}
+
+// chatMessage accepts string content or an array of text parts, as the
+// official clients send either.
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type chatRequest struct {
+	Model               string        `json:"model"`
+	Messages            []chatMessage `json:"messages"`
+	MaxTokens           int           `json:"max_tokens"`
+	MaxCompletionTokens int           `json:"max_completion_tokens"`
+	Stream              bool          `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+func (m chatMessage) text() (string, error) {
+	if len(m.Content) == 0 || string(m.Content) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(m.Content, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(m.Content, &parts); err != nil {
+		return "", fmt.Errorf("message content must be a string or an array of text parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine/model"
+)
+
+type chatChoice struct {
+	Index        int            `json:"index"`
+	Delta        *chatDelta     `json:"delta,omitempty"`
+	Message      *chatDelta     `json:"message,omitempty"`
+	FinishReason *string        `json:"finish_reason"`
+	Logprobs     map[string]any `json:"logprobs"`
+}
+
+type chatDelta struct {
+	Role    string `json:"role,omitempty"`
+	Content string `json:"content"`
+}
+
+type chatUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type chatResponse struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   *chatUsage   `json:"usage,omitempty"`
+}
+
+func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
+	var cr chatRequest
+	if err := json.NewDecoder(r.Body).Decode(&cr); err != nil {
+		writeError(w, http.StatusBadRequest, "decode chat completion body: "+err.Error())
+		return
+	}
+	if len(cr.Messages) == 0 {
+		writeError(w, http.StatusBadRequest, "messages must not be empty")
+		return
+	}
+	msgs := make([]model.Message, len(cr.Messages))
+	for i, m := range cr.Messages {
+		text, err := m.text()
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("messages[%d]: %v", i, err))
+			return
+		}
+		msgs[i] = model.Message{Role: m.Role, Content: text}
+	}
+	maxTokens := cr.MaxCompletionTokens
+	if maxTokens <= 0 {
+		maxTokens = cr.MaxTokens
+	}
+	if maxTokens <= 0 {
+		maxTokens = rt.cfg.MaxNewTokens
+	}
+	room := rt.room()
+	id := fmt.Sprintf("chatcmpl-%016x", room)
+	req := GenerateRequest{Rid: id, Text: model.ChatPrompt(msgs), SamplingParams: SamplingParams{MaxNewTokens: maxTokens},
+		Stream: true, BootstrapRoom: &room}
+	resp, wait, err := rt.dispatch(r.Context(), req)
+	defer wait()
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "decode: "+err.Error())
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("X-PD-Bootstrap-Room", strconv.FormatUint(room, 10))
+	if resp.StatusCode != http.StatusOK {
+		var eb ErrorBody
+		if json.NewDecoder(resp.Body).Decode(&eb) != nil || eb.Error.Message == "" {
+			eb.Error.Message = "decode answered " + resp.Status
+		}
+		writeError(w, resp.StatusCode, eb.Error.Message)
+		return
+	}
+	base := chatResponse{ID: id, Created: time.Now().Unix(), Model: rt.cfg.Model}
+	flusher, _ := w.(http.Flusher)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	var text string
+	var meta MetaInfo
+	var upstreamErr *ErrorDetail
+	finished := false
+	if cr.Stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		first := base
+		first.Object = "chat.completion.chunk"
+		first.Choices = []chatChoice{{Delta: &chatDelta{Role: "assistant"}}}
+		send(first)
+	}
+	err = readEvents(resp.Body, func(data []byte) bool {
+		if string(data) == "[DONE]" {
+			return false
+		}
+		var ev struct {
+			GenerateChunk
+			Error *ErrorDetail `json:"error"`
+		}
+		if json.Unmarshal(data, &ev) != nil {
+			return true
+		}
+		if ev.Error != nil {
+			upstreamErr = ev.Error
+			return false
+		}
+		delta := ev.Text[min(len(text), len(ev.Text)):]
+		text, meta = ev.Text, ev.MetaInfo
+		finished = ev.MetaInfo.FinishReason != nil
+		if cr.Stream && delta != "" {
+			c := base
+			c.Object = "chat.completion.chunk"
+			c.Choices = []chatChoice{{Delta: &chatDelta{Content: delta}}}
+			send(c)
+		}
+		return true
+	})
+	if upstreamErr == nil && !finished {
+		msg := "decode stream ended early"
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		upstreamErr = &ErrorDetail{Message: msg, Type: "BadGateway", Code: http.StatusBadGateway}
+	}
+	if upstreamErr != nil {
+		if cr.Stream {
+			send(ErrorBody{Error: *upstreamErr})
+		} else {
+			writeError(w, http.StatusInternalServerError, upstreamErr.Message)
+		}
+		return
+	}
+	reason := "length"
+	usage := &chatUsage{PromptTokens: meta.PromptTokens, CompletionTokens: meta.CompletionTokens, TotalTokens: meta.PromptTokens + meta.CompletionTokens}
+	if cr.Stream {
+		c := base
+		c.Object = "chat.completion.chunk"
+		c.Choices = []chatChoice{{Delta: &chatDelta{}, FinishReason: &reason}}
+		send(c)
+		if cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage {
+			u := base
+			u.Object = "chat.completion.chunk"
+			u.Choices = []chatChoice{}
+			u.Usage = usage
+			send(u)
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return
+	}
+	base.Object = "chat.completion"
+	base.Choices = []chatChoice{{Message: &chatDelta{Role: "assistant", Content: text}, FinishReason: &reason}}
+	base.Usage = usage
+	writeJSON(w, base)
+}
