@@ -1,0 +1,281 @@
+package agents
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine/model"
+)
+
+// RoomHeader is the response header in which the router reports the
+// request's bootstrap room, so an outcome can be joined with room histories.
+const RoomHeader = "X-PD-Bootstrap-Room"
+
+// causeError values are context cancellation causes: the first cause wins,
+// which is what gives every request exactly one outcome.
+type causeError string
+
+func (c causeError) Error() string { return string(c) }
+
+const (
+	causeHung     causeError = "hang deadline"
+	causeCancel   causeError = "planned cancel"
+	causeDeadline causeError = "client deadline"
+	causeKill     causeError = "agent killed"
+	causeKillAll  causeError = "all agents killed"
+	causeStop     causeError = "swarm stopped"
+)
+
+// reasonOf maps a cancellation cause to a Reason; unknown causes (the
+// caller's ctx ending) are the run stopping.
+func reasonOf(err error) Reason {
+	switch err {
+	case causeCancel:
+		return ReasonCancel
+	case causeDeadline:
+		return ReasonDeadline
+	case causeKill:
+		return ReasonKill
+	case causeKillAll:
+		return ReasonKillAll
+	}
+	return ReasonStop
+}
+
+// caller sends streamed chat completions and turns each into one Outcome.
+type caller struct {
+	client   *http.Client
+	url      string
+	base     time.Time
+	hang     time.Duration
+	check    CheckFunc
+	counters *Counters
+	sink     Sink
+}
+
+// do sends one request shaped by d and returns its outcome (already counted
+// and delivered to the sink) and, on completion, the answer text.
+func (c *caller) do(ctx context.Context, d Decision, msgs []model.Message, body []byte) (Outcome, string) {
+	o := Outcome{Source: SourceAgent, Agent: d.Agent, Incarnation: d.Incarnation,
+		Session: d.Session, Turn: d.Turn, Sub: d.Sub, MaxTokens: d.MaxTokens, Planned: d.Cancel}
+	c.counters.begin()
+	sent := time.Now()
+	o.Start = sent.Sub(c.base)
+
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	hang := time.AfterFunc(c.hang, func() { cancel(causeHung) })
+	defer hang.Stop()
+	switch d.Cancel {
+	case CancelQueued:
+		t := time.AfterFunc(d.CancelDelay, func() { cancel(causeCancel) })
+		defer t.Stop()
+	case CancelDeadline:
+		t := time.AfterFunc(d.Deadline, func() { cancel(causeDeadline) })
+		defer t.Stop()
+	}
+	cancelAfter := 0
+	if d.Cancel == CancelDecode {
+		cancelAfter = d.CancelAfter
+	}
+
+	var st stream
+	err := c.send(rctx, &o, body, &st, cancelAfter, cancel)
+	o.End = time.Since(c.base)
+	st.timings(&o, sent)
+	switch {
+	case err == nil:
+		o.Kind = KindCompleted
+		applyCheck(&o, c.check, msgs, st.answer.String())
+	case o.Status != 0 && (o.Status < 200 || o.Status > 299):
+		o.Kind, o.Message = KindError, err.Error()
+	case rctx.Err() != nil:
+		o.Kind, o.Phase = KindCancelled, PhaseQueued
+		if st.tokens > 0 {
+			o.Phase = PhaseDecode
+		}
+		if cause := context.Cause(rctx); cause == causeHung {
+			o.Kind = KindHung
+		} else {
+			o.Reason = reasonOf(cause)
+		}
+	default:
+		o.Kind, o.Message = KindError, err.Error()
+	}
+	c.counters.end(&o)
+	if c.sink != nil {
+		c.sink(o)
+	}
+	if o.Kind != KindCompleted {
+		return o, ""
+	}
+	return o, st.answer.String()
+}
+
+// send posts body and reads the event stream into st; nil means [DONE] was
+// read. It sets o.Status and the room from the response.
+func (c *caller) send(ctx context.Context, o *Outcome, body []byte, st *stream,
+	cancelAfter int, cancel context.CancelCauseFunc) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("post chat completion: %w", err)
+	}
+	defer resp.Body.Close()
+	o.Status = resp.StatusCode
+	if v := resp.Header.Get(RoomHeader); v != "" {
+		if room, perr := strconv.ParseUint(v, 10, 64); perr == nil {
+			o.Room, o.HasRoom = room, true
+		}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("status %d: %s", resp.StatusCode, errorMessage(resp.Body))
+	}
+	if err := st.read(resp.Body, cancelAfter, cancel); err != nil {
+		return err
+	}
+	// Let the connection be reused: read the chunked terminator.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	return nil
+}
+
+// errorMessage extracts an OpenAI {"error":{"message":..}} body, or returns
+// the start of the raw body.
+func errorMessage(r io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(r, 64<<10))
+	var e struct {
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &e) == nil && e.Error != nil {
+		return e.Error.Message
+	}
+	s := strings.TrimSpace(string(b))
+	if len(s) > 512 {
+		s = s[:512]
+	}
+	return s
+}
+
+// chunk is the part of a chat.completion(.chunk) the swarm reads.
+type chunk struct {
+	Choices []struct {
+		Delta struct {
+			Content string `json:"content"`
+		} `json:"delta"`
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// stream accumulates one SSE response.
+type stream struct {
+	answer      strings.Builder
+	tokens      int
+	finish      string
+	first, last time.Time
+	maxGap      time.Duration
+}
+
+const (
+	dataPrefix = "data:"
+	doneMarker = "[DONE]"
+)
+
+// read consumes SSE events until [DONE] (nil), an error event, a truncated
+// stream, or cancelAfter tokens (then it cancels with causeCancel).
+func (st *stream) read(body io.Reader, cancelAfter int, cancel context.CancelCauseFunc) error {
+	br := bufio.NewReaderSize(body, 4096)
+	var long []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, line...)
+			continue
+		}
+		if long != nil {
+			line, long = append(long, line...), nil
+		}
+		if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
+			if errors.Is(err, io.EOF) {
+				return errors.New("truncated stream: ended without [DONE]")
+			}
+			return fmt.Errorf("read stream: %w", err)
+		}
+		payload, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte(dataPrefix))
+		if !ok {
+			continue // blank separator, comment, event: or id: field
+		}
+		payload = bytes.TrimSpace(payload)
+		if string(payload) == doneMarker {
+			return nil
+		}
+		var ch chunk
+		if jerr := json.Unmarshal(payload, &ch); jerr != nil {
+			return fmt.Errorf("decode stream event: %w", jerr)
+		}
+		if ch.Error != nil {
+			return fmt.Errorf("stream error event: %s", ch.Error.Message)
+		}
+		for _, c := range ch.Choices {
+			if c.Delta.Content != "" {
+				st.token(c.Delta.Content)
+			}
+			if c.FinishReason != "" {
+				st.finish = c.FinishReason
+			}
+		}
+		if cancelAfter > 0 && st.tokens >= cancelAfter {
+			cancel(causeCancel)
+			return causeCancel
+		}
+		if err != nil {
+			return errors.New("truncated stream: ended without [DONE]")
+		}
+	}
+}
+
+func (st *stream) token(s string) {
+	now := time.Now()
+	if st.tokens == 0 {
+		st.first = now
+	} else if gap := now.Sub(st.last); gap > st.maxGap {
+		st.maxGap = gap
+	}
+	st.last = now
+	st.tokens++
+	st.answer.WriteString(s)
+}
+
+// timings copies token counts and latencies into o.
+func (st *stream) timings(o *Outcome, sent time.Time) {
+	o.Tokens, o.FinishReason = st.tokens, st.finish
+	if st.tokens == 0 {
+		return
+	}
+	o.TTFT = st.first.Sub(sent)
+	o.MaxITL = st.maxGap
+	if st.tokens > 1 {
+		o.ITL = st.last.Sub(st.first) / time.Duration(st.tokens-1)
+	}
+}

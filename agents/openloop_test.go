@@ -1,0 +1,132 @@
+package agents
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/pdchaos/pdchaos/agents/internal/fakeserver"
+	"github.com/pdchaos/pdchaos/engine/model"
+)
+
+func TestOpenLoop(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	srv := fakeserver.New(fakeserver.Options{TokenDelay: time.Millisecond})
+	defer srv.Close()
+	srv.SetCorruptEvery(10)
+
+	for _, stream := range []bool{false, true} {
+		rec := newRecorder()
+		var c Counters
+		err := RunOpenLoop(t.Context(), OpenLoopConfig{Endpoint: srv.URL, Seed: 1, Sink: rec.sink,
+			Check: ModelCheck, Counters: &c, Options: OpenLoopOptions{Stream: stream, Phases: []LoadPhase{
+				{Name: "steady", Rate: 40, Duration: 500 * time.Millisecond},
+				{Name: "ramp", Shape: ShapeLinear, Rate: 20, Slope: 40, Duration: 500 * time.Millisecond},
+				{Name: "wave", Shape: ShapeSine, Rate: 40, Amp: 20, Period: 250 * time.Millisecond, Duration: 500 * time.Millisecond},
+			}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs, st := rec.all(), c.Snapshot()
+		t.Logf("stream=%v: %+v", stream, st)
+		if len(outs) < 40 || int64(len(outs)) != st.Started || st.Started != st.Ended() {
+			t.Fatalf("stream=%v: %d outcomes, stats %+v", stream, len(outs), st)
+		}
+		if st.Integrity == 0 || st.Integrity == st.Completed || st.Errors != 0 {
+			t.Fatalf("stream=%v: want some violations and no errors: %+v", stream, st)
+		}
+		for _, o := range outs {
+			if o.Kind != KindCompleted || o.TTFT <= 0 || o.Tokens != 16 || !o.HasRoom || o.Source != SourceOpenLoop {
+				t.Fatalf("stream=%v: %+v", stream, o)
+			}
+		}
+	}
+}
+
+func TestOpenLoopStopsOnContext(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	srv := fakeserver.New(fakeserver.Options{})
+	defer srv.Close()
+	srv.SetHang(true)
+
+	rec := newRecorder()
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := RunOpenLoop(ctx, OpenLoopConfig{Endpoint: srv.URL, Sink: rec.sink, Options: OpenLoopOptions{
+		HangTimeout: 100 * time.Millisecond, Phases: []LoadPhase{{Rate: 50, Duration: time.Minute}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("open loop took %v to stop", took)
+	}
+	kinds := map[Kind]int{}
+	for _, o := range rec.all() {
+		kinds[o.Kind]++
+	}
+	if kinds[KindHung] == 0 || kinds[KindCompleted] != 0 || kinds[KindError] != 0 {
+		t.Fatalf("want hung (and stop-cancelled) requests only: %v", kinds)
+	}
+	if err := (OpenLoopOptions{Phases: []LoadPhase{{Duration: time.Second}}}).Validate(); err == nil ||
+		!strings.Contains(err.Error(), "phases[0].rate") {
+		t.Fatalf("zero rate must be refused (vegeta reads it as unlimited): %v", err)
+	}
+}
+
+// TestRequestEndings drives one request against servers that misbehave in
+// each way the protocol allows and checks the outcome it gets.
+func TestRequestEndings(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	chunk := func(s string) string {
+		return fmt.Sprintf(`data: {"choices":[{"index":0,"delta":{"content":%q},"finish_reason":null}]}`+"\n\n", s)
+	}
+	for _, tc := range []struct {
+		name    string
+		handler http.HandlerFunc
+		want    Kind
+		status  int
+		message string
+	}{
+		{"completed", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, chunk("a")+chunk(" b")+`data: {"choices":[{"delta":{},"finish_reason":"length"}]}`+"\n\ndata: [DONE]\n\n")
+		}, KindCompleted, 200, ""},
+		{"status", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprint(w, `{"error":{"message":"slow down"}}`)
+		}, KindError, 429, "slow down"},
+		{"error event", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, chunk("a")+`data: {"error":{"message":"kv transfer failed"}}`+"\n\n")
+		}, KindError, 200, "kv transfer failed"},
+		{"truncated", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, chunk("a"))
+		}, KindError, 200, "truncated stream"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.handler)
+			defer srv.Close()
+			tr := newTransport(1)
+			defer tr.CloseIdleConnections()
+			var c Counters
+			cl := caller{client: &http.Client{Transport: tr}, url: srv.URL, base: time.Now(),
+				hang: 5 * time.Second, counters: &c}
+			d := Decision{MaxTokens: 2}
+			o, answer := cl.do(t.Context(), d, []model.Message{{Role: "user", Content: "x"}}, []byte(`{}`))
+			if o.Kind != tc.want || o.Status != tc.status || !strings.Contains(o.Message, tc.message) {
+				t.Fatalf("got %+v", o)
+			}
+			if tc.want == KindCompleted && (answer != "a b" || o.FinishReason != "length" || o.Tokens != 2) {
+				t.Fatalf("answer %q, outcome %+v", answer, o)
+			}
+			if st := c.Snapshot(); st.Started != 1 || st.Ended() != 1 {
+				t.Fatalf("counters: %+v", st)
+			}
+		})
+	}
+}

@@ -1,0 +1,125 @@
+package agents
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPlanDeterministic(t *testing.T) {
+	t.Parallel()
+	o, err := Preset(PresetOpenCode30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for agent := range 3 {
+		for inc := range 2 {
+			i1, d1 := Plan(1, o, agent, inc, 200)
+			i2, d2 := Plan(1, o, agent, inc, 200)
+			if !reflect.DeepEqual(i1, i2) || !reflect.DeepEqual(d1, d2) {
+				t.Fatalf("agent %d inc %d: same seed, different plans", agent, inc)
+			}
+			i3, d3 := Plan(2, o, agent, inc, 200)
+			if reflect.DeepEqual(i1, i3) || reflect.DeepEqual(d1, d3) {
+				t.Fatalf("agent %d inc %d: seeds 1 and 2 give the same plan", agent, inc)
+			}
+		}
+	}
+	_, a := Plan(1, o, 0, 0, 50)
+	_, b := Plan(1, o, 1, 0, 50)
+	if reflect.DeepEqual(a, b) {
+		t.Fatal("two agents share one decision stream")
+	}
+	// Plans cover every kind of decision the preset asks for.
+	_, ds := Plan(1, o, 0, 0, 2000)
+	kinds := map[CancelKind]int{}
+	subs := 0
+	for _, d := range ds {
+		kinds[d.Cancel]++
+		if d.Sub > 0 {
+			subs++
+		}
+		if d.Cancel == CancelDecode && (d.CancelAfter < 1 || d.CancelAfter >= d.MaxTokens) {
+			t.Fatalf("decode cancel outside the answer: %+v", d)
+		}
+	}
+	if len(kinds) != 4 || subs == 0 {
+		t.Fatalf("want every cancel kind and sub-requests, got %v and %d subs", kinds, subs)
+	}
+
+	b80, _ := Preset(PresetBurst80)
+	k1, k2 := KillAllTimes(5, b80, 4), KillAllTimes(5, b80, 4)
+	if !reflect.DeepEqual(k1, k2) || len(k1) != 4 || k1[0] != 5*time.Second {
+		t.Fatalf("kill-all schedule: %v vs %v", k1, k2)
+	}
+	if reflect.DeepEqual(k1, KillAllTimes(6, b80, 4)) {
+		t.Fatal("kill-all schedule ignores the seed")
+	}
+	if SystemPrompt(1, 3000) != SystemPrompt(1, 3000) || SystemPrompt(1, 100) == SystemPrompt(2, 100) {
+		t.Fatal("system prompt is not a function of the seed")
+	}
+	if n := len(strings.Fields(SystemPrompt(1, 3000))); n < 3000 {
+		t.Fatalf("system prompt has %d words", n)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	t.Parallel()
+	for _, name := range PresetNames() {
+		o, err := Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.WithDefaults().Validate(); err != nil {
+			t.Fatalf("preset %s: %v", name, err)
+		}
+	}
+	if _, err := Preset("nope"); err == nil {
+		t.Fatal("unknown preset accepted")
+	}
+	for _, tc := range []struct {
+		name  string
+		o     Options
+		field string // "" means valid
+	}{
+		{"zero value is valid", Options{}, ""},
+		{"negative agents", Options{Agents: -1}, "agents"},
+		{"rate above one", Options{CancelDecodeRate: 1.5}, "cancel_decode_rate"},
+		{"rates sum above one", Options{CancelDecodeRate: 0.6, CancelQueuedRate: 0.6}, "cancel_queued_rate"},
+		{"deadline rate without deadline", Options{DeadlineRate: 0.1}, "deadline"},
+		{"negative think", Options{ThinkTime: -time.Second}, "think_time"},
+		{"negative kill-all", Options{KillAllAt: []time.Duration{-1}}, "kill_all_at[0]"},
+		{"decode cancel of one token", Options{MaxTokens: 1, CancelDecodeRate: 0.1}, "max_tokens"},
+	} {
+		err := tc.o.Validate()
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.field != "" && (err == nil || !strings.Contains(err.Error(), "option "+tc.field+":")):
+			t.Errorf("%s: error %v does not name %s", tc.name, err, tc.field)
+		}
+	}
+	o, _ := Preset(PresetBurst80)
+	sc := o.Scaled(0.1)
+	if sc.KillAllAt[0] != 500*time.Millisecond || o.KillAllAt[0] != 5*time.Second {
+		t.Fatalf("Scaled: %v (original now %v)", sc.KillAllAt, o.KillAllAt)
+	}
+}
+
+func TestConvoBounded(t *testing.T) {
+	t.Parallel()
+	sys := newEntry("system", "s", 1, false)
+	c := convo{system: &sys, max: 100}
+	c.add(newEntry("user", "u", 10, false))
+	for range 50 {
+		c.add(newEntry("user", "tool", 30, true))
+		c.add(newEntry("assistant", "a", 5, false))
+	}
+	if c.words > 100 || c.entries[0].msg.Content != "u" {
+		t.Fatalf("context not bounded or first prompt dropped: %d words, first %q", c.words, c.entries[0].msg.Content)
+	}
+	if msgs := c.messages(); msgs[0].Role != "system" || len(msgs) != 1+len(c.entries) {
+		t.Fatalf("messages: %+v", msgs)
+	}
+}

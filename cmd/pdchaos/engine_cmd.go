@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/spf13/cobra"
+)
+
+type engineFlags struct {
+	cfg         engine.Config
+	role        string
+	regressions []string
+	allowRemote bool
+	listen      string
+	bootstrap   string
+	control     []string
+	notify      []string
+	kv          []string
+	prefillHTTP string
+	prefillBoot string
+	decodeHTTP  string
+	verbose     bool
+}
+
+func newEngineCmd() *cobra.Command {
+	var f engineFlags
+	cmd := &cobra.Command{
+		Use:   "engine",
+		Short: "Run the bundled PD engine (all roles in one process, or one role with --role)",
+		Long: `Run the bundled prefill/decode engine.
+
+With no --role, router, prefill and decode run in this process on loopback
+ports chosen by the OS. With --role, one role runs; give it its peers'
+addresses (the router needs --prefill-http, --prefill-bootstrap and
+--decode-http). When ready, one JSON line with every listening address is
+printed to stdout. Known upstream races are switched on with --regression
+NAME (repeatable); --regression list prints them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(f.regressions) == 1 && f.regressions[0] == "list" {
+				printRegressions(cmd.OutOrStdout())
+				return nil
+			}
+			return runEngine(cmd.Context(), cmd.OutOrStdout(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.role, "role", "", "role to run: router, prefill or decode (empty: all in one process)")
+	fl.StringArrayVar(&f.regressions, "regression", nil, "switch on a known regression by name (repeatable; 'list' prints them)")
+	fl.IntVar(&f.cfg.TP, "tp", 1, "tensor-parallel ranks on each side")
+	fl.IntVar(&f.cfg.TransferWorkers, "transfer-workers", 4, "transfer workers per prefill rank")
+	fl.IntVar(&f.cfg.MaxNewTokens, "max-new-tokens", 16, "tokens generated when a request does not say")
+	fl.IntVar(&f.cfg.Pages, "pages", 16384, "decode KV pages per rank")
+	fl.Float64Var(&f.cfg.PrefillTokensPerSec, "prefill-tokens-per-sec", 0, "prefill speed (0: as fast as possible)")
+	fl.Float64Var(&f.cfg.DecodeTokensPerSec, "decode-tokens-per-sec", 0, "decode steps per second (0: as fast as possible)")
+	fl.DurationVar(&f.cfg.BootstrapTimeout, "bootstrap-timeout", 10*time.Second, "prefill bootstrap deadline (fixed engine)")
+	fl.DurationVar(&f.cfg.InflightTimeout, "inflight-timeout", 10*time.Second, "prefill inflight deadline (fixed engine)")
+	fl.DurationVar(&f.cfg.WaitingTimeout, "waiting-timeout", 10*time.Second, "decode waiting-for-KV deadline (fixed engine)")
+	fl.DurationVar(&f.cfg.AckTimeout, "ack-timeout", 5*time.Second, "how long decode holds an aborted room's pages for prefill's ACK")
+	fl.Uint64Var(&f.cfg.Seed, "seed", 1, "seed for the router's bootstrap rooms")
+	fl.StringVar(&f.cfg.Host, "host", "127.0.0.1", "address every role listens on")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow listening on or dialling non-loopback addresses")
+	fl.StringVar(&f.listen, "listen", "", "HTTP listen address of the role (router or engine); empty: OS-chosen")
+	fl.StringVar(&f.bootstrap, "bootstrap-listen", "", "prefill: bootstrap server address")
+	fl.StringSliceVar(&f.control, "control-listen", nil, "prefill: control socket address per rank")
+	fl.StringSliceVar(&f.notify, "notify-listen", nil, "decode: notify socket address per rank")
+	fl.StringSliceVar(&f.kv, "kv-listen", nil, "decode: KV listener address per rank")
+	fl.StringVar(&f.prefillHTTP, "prefill-http", "", "router: prefill HTTP host:port")
+	fl.StringVar(&f.prefillBoot, "prefill-bootstrap", "", "router: prefill bootstrap host:port")
+	fl.StringVar(&f.decodeHTTP, "decode-http", "", "router: decode HTTP host:port")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log engine events to stderr")
+	return cmd
+}
+
+func printRegressions(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range core.Catalogue() {
+		fmt.Fprintf(tw, "%s\t%s\n", r.Name, r.Summary)
+		fmt.Fprintf(tw, "\t  symptom: %s\n", r.Symptom)
+	}
+	_ = tw.Flush()
+}
+
+// checkLoopback refuses non-loopback addresses unless allowed: pdchaos
+// sends chaos traffic, and a typo must not aim it at a real network.
+func checkLoopback(allow bool, what string, addrs ...string) error {
+	if allow {
+		return nil
+	}
+	for _, a := range addrs {
+		if a == "" {
+			continue
+		}
+		host := a
+		if h, _, err := net.SplitHostPort(a); err == nil {
+			host = h
+		}
+		host = strings.Trim(host, "[]")
+		if host == "localhost" {
+			continue
+		}
+		ip := net.ParseIP(host)
+		if ip == nil || !ip.IsLoopback() {
+			return fmt.Errorf("%s %q is not a loopback address (pass --allow-remote to use it)", what, a)
+		}
+	}
+	return nil
+}
+
+func runEngine(ctx context.Context, out io.Writer, f engineFlags) error {
+	f.cfg.Regressions = f.regressions
+	if err := checkLoopback(f.allowRemote, "--host", f.cfg.Host); err != nil {
+		return &exitError{exitHarness, err}
+	}
+	if err := checkLoopback(f.allowRemote, "peer address", f.prefillHTTP, f.prefillBoot, f.decodeHTTP); err != nil {
+		return &exitError{exitHarness, err}
+	}
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	var ready any
+	var closer func(context.Context) error
+	switch f.role {
+	case "":
+		c, err := engine.StartCluster(ctx, f.cfg, log)
+		if err != nil {
+			return &exitError{exitHarness, err}
+		}
+		ready = map[string]any{"role": "cluster", "router": c.Endpoint(), "prefill": c.Prefill.Addrs(), "decode": c.Decode.Addrs(), "links": c.Links()}
+		closer = c.Close
+	case "prefill":
+		p, err := engine.StartPrefill(ctx, f.cfg, engine.PrefillAddrs{HTTP: f.listen, Bootstrap: f.bootstrap, Control: f.control}, log)
+		if err != nil {
+			return &exitError{exitHarness, err}
+		}
+		ready = map[string]any{"role": "prefill", "prefill": p.Addrs(), "pid": os.Getpid()}
+		closer = p.Close
+	case "decode":
+		d, err := engine.StartDecode(ctx, f.cfg, engine.DecodeAddrs{HTTP: f.listen, Notify: f.notify, KV: f.kv}, log)
+		if err != nil {
+			return &exitError{exitHarness, err}
+		}
+		ready = map[string]any{"role": "decode", "decode": d.Addrs(), "pid": os.Getpid()}
+		closer = d.Close
+	case "router":
+		rt, err := engine.StartRouter(ctx, f.cfg, engine.RouterConfig{Listen: f.listen, PrefillHTTP: f.prefillHTTP, PrefillBootstrap: f.prefillBoot, DecodeHTTP: f.decodeHTTP}, log)
+		if err != nil {
+			return &exitError{exitHarness, err}
+		}
+		ready = map[string]any{"role": "router", "router": "http://" + rt.Addr(), "pid": os.Getpid()}
+		closer = rt.Close
+	default:
+		return &exitError{exitHarness, fmt.Errorf("unknown --role %q (want router, prefill, decode, or empty for all)", f.role)}
+	}
+	b, _ := json.Marshal(ready)
+	fmt.Fprintln(out, string(b))
+	<-ctx.Done()
+	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return closer(cctx)
+}

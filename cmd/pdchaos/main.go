@@ -1,0 +1,64 @@
+// Command pdchaos is the CLI: run the bundled engine, run scenarios and
+// soaks against it or an external deployment, watch a deployment for
+// wedges, and replay a repro bundle.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a process exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// Exit codes, as DESIGN.md fixes them.
+const (
+	exitPass         = 0
+	exitViolation    = 1
+	exitInconclusive = 2
+	exitHarness      = 3
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRoot()
+	err := root.ExecuteContext(ctx)
+	stop()
+	if err == nil {
+		return
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.code != exitViolation && ee.code != exitInconclusive {
+			fmt.Fprintln(os.Stderr, "pdchaos:", ee.err)
+		}
+		os.Exit(ee.code)
+	}
+	fmt.Fprintln(os.Stderr, "pdchaos:", err)
+	os.Exit(exitHarness)
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "pdchaos",
+		Short:         "Chaos and fault injection for prefill/decode disaggregated LLM serving",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newEngineCmd())
+	addCommands(root)
+	return root
+}
