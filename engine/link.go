@@ -60,3 +60,6 @@ type Processes interface {
 	// addresses, and returns once it serves.
 	Restart(ctx context.Context, role string) error
 }
+
+// Event is one entry of a room's history.
+type Event = core.Event

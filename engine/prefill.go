@@ -205,32 +205,47 @@ func (p *Prefill) schedulerLoop() {
 			return
 		}
 		p.mu.Lock()
-		res := p.core.Step(time.Now())
-		out := p.core.TakeOutbound()
-		for _, f := range res.Finished {
-			if ch, ok := p.waiters[f.Rid]; ok {
-				ch <- f.Err
-				delete(p.waiters, f.Rid)
+		fin := p.core.PopBootstrapped(time.Now())
+		tokens := p.core.WaitingTokens()
+		p.mu.Unlock()
+		p.finish(fin)
+		if tokens > 0 && p.cfg.PrefillTokensPerSec > 0 {
+			// The forward pass: requests that reach waiting meanwhile wait
+			// for the next one, as in a real batch.
+			d := time.Duration(float64(tokens) / p.cfg.PrefillTokensPerSec * float64(time.Second))
+			select {
+			case <-time.After(d):
+			case <-p.ctx.Done():
+				return
 			}
 		}
+		p.mu.Lock()
+		fin, forwarded := p.core.Forward(time.Now())
+		fin = append(fin, p.core.ProcessInflight(time.Now())...)
 		p.mu.Unlock()
-		p.sendOut(out)
-		if res.Forwarded > 0 {
+		p.finish(fin)
+		if forwarded > 0 {
 			for r := range p.workerWake {
 				for w := range p.workerWake[r] {
 					p.kick(p.workerWake[r][w])
 				}
 			}
-			if p.cfg.PrefillTokensPerSec > 0 {
-				d := time.Duration(float64(res.Forwarded) / p.cfg.PrefillTokensPerSec * float64(time.Second))
-				select {
-				case <-time.After(d):
-				case <-p.ctx.Done():
-					return
-				}
-			}
 		}
 	}
+}
+
+// finish hands results to waiting handlers and sends queued notices.
+func (p *Prefill) finish(fin []core.Finish) {
+	p.mu.Lock()
+	out := p.core.TakeOutbound()
+	for _, f := range fin {
+		if ch, ok := p.waiters[f.Rid]; ok {
+			ch <- f.Err
+			delete(p.waiters, f.Rid)
+		}
+	}
+	p.mu.Unlock()
+	p.sendOut(out)
 }
 
 func (p *Prefill) sendOut(out []core.Outbound) {

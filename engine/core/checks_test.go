@@ -83,12 +83,12 @@ func (r *rig) checkOutcomes() {
 	r.t.Helper()
 	for rid := range r.onP {
 		if n := len(r.pfin[rid]); n != 1 {
-			r.t.Errorf("%s: %d prefill finishes %v, want 1", rid, n, r.pfin[rid])
+			r.t.Errorf("%s: %d prefill finishes (first %v), want 1", rid, n, firstErr(r.pfin[rid]))
 		}
 	}
 	for rid := range r.onD {
 		if n := r.done[rid] + len(r.dfin[rid]); n != 1 {
-			r.t.Errorf("%s: %d decode outcomes (done=%d finishes=%v), want 1", rid, n, r.done[rid], r.dfin[rid])
+			r.t.Errorf("%s: %d decode outcomes (done=%d, %d finishes, first %v), want 1", rid, n, r.done[rid], len(r.dfin[rid]), firstErr(r.dfin[rid]))
 		}
 	}
 }
@@ -104,4 +104,11 @@ func (r *rig) checkAnswer(rid string) {
 	if r.done[rid] != 1 || got != want {
 		r.t.Errorf("%s: answer %q (done=%d, finishes %v), want %q", rid, got, r.done[rid], r.dfin[rid], want)
 	}
+}
+
+func firstErr(errs []error) any {
+	if len(errs) == 0 {
+		return "none"
+	}
+	return errs[0]
 }

@@ -146,6 +146,9 @@ func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
 			d.hist.Note(now, req.Room, "decode", 0, "committed", "transfer done, decoding")
 		case Failed:
 			d.TransferFailed++
+			for _, rk := range d.ranks {
+				rk.transfer = remove(rk.transfer, req)
+			}
 			d.release(now, req, Failed, "transfer failed")
 			fin = append(fin, DecodeFinish{req.Rid, req.Room, ErrDecodeFailed})
 		}

@@ -28,7 +28,7 @@ const (
 // record with no ranks that nothing ever retires, so /debug/rooms lists it
 // as held forever. While true, checkClean tolerates such note-only records
 // (it logs them) and TestHistoryNoteOnlyRecordsRetire is skipped.
-const knownNoteLeak = true
+const knownNoteLeak = false
 
 var errRefused = errors.New("decode refused chunk")
 

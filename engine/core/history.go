@@ -35,6 +35,7 @@ type History struct {
 	MaxEvents int
 	rooms     map[uint64]*RoomRecord
 	cleared   []*RoomRecord
+	byCleared map[uint64]*RoomRecord
 }
 
 // NewHistory returns a history keeping keep cleared rooms.
@@ -42,7 +43,24 @@ func NewHistory(keep int) *History {
 	if keep <= 0 {
 		keep = 1000
 	}
-	return &History{Keep: keep, MaxEvents: 64, rooms: map[uint64]*RoomRecord{}}
+	return &History{Keep: keep, MaxEvents: 64, rooms: map[uint64]*RoomRecord{}, byCleared: map[uint64]*RoomRecord{}}
+}
+
+// lateNote attaches an event for a room no rank holds to its cleared record,
+// if it has one, instead of opening a record nothing will retire.
+func (h *History) lateNote(room uint64, e Event) bool {
+	if _, held := h.rooms[room]; held {
+		return false
+	}
+	r, ok := h.byCleared[room]
+	if !ok {
+		return false
+	}
+	if len(r.Events) < h.MaxEvents {
+		r.Events = append(r.Events, e)
+	}
+	r.Updated = e.At
+	return true
 }
 
 func (h *History) record(now time.Time, room uint64, side string) *RoomRecord {
@@ -59,6 +77,9 @@ func (h *History) Add(now time.Time, room uint64, side string, rank int, kind st
 	if h == nil {
 		return
 	}
+	if kind != "status" && h.lateNote(room, Event{At: now, Side: side, Rank: rank, Kind: kind, State: s.String(), Detail: detail}) {
+		return
+	}
 	r := h.record(now, room, side)
 	if kind == "status" {
 		r.Ranks[rank] = s.String()
@@ -73,6 +94,9 @@ func (h *History) Add(now time.Time, room uint64, side string, rank int, kind st
 // Note records an event that does not change status.
 func (h *History) Note(now time.Time, room uint64, side string, rank int, kind, detail string) {
 	if h == nil {
+		return
+	}
+	if h.lateNote(room, Event{At: now, Side: side, Rank: rank, Kind: kind, State: "cleared", Detail: detail}) {
 		return
 	}
 	r := h.record(now, room, side)
@@ -116,15 +140,25 @@ func (h *History) retire(r *RoomRecord) {
 	r.State = "cleared"
 	delete(h.rooms, r.Room)
 	h.cleared = append(h.cleared, r)
+	h.byCleared[r.Room] = r
 	if len(h.cleared) > h.Keep {
-		h.cleared = h.cleared[len(h.cleared)-h.Keep:]
+		for _, old := range h.cleared[:len(h.cleared)-h.Keep] {
+			if h.byCleared[old.Room] == old {
+				delete(h.byCleared, old.Room)
+			}
+		}
+		h.cleared = append([]*RoomRecord(nil), h.cleared[len(h.cleared)-h.Keep:]...)
 	}
 }
 
-// Snapshot returns copies of held rooms (oldest first) and recently cleared rooms.
+// Snapshot returns copies of held rooms (oldest first) and recently cleared
+// rooms. A record with only notes (an ABORT for a room this side never
+// created) is not held by any rank and is left out until it gets a status.
 func (h *History) Snapshot() (held, cleared []RoomRecord) {
 	for _, r := range h.rooms {
-		held = append(held, copyRecord(r))
+		if len(r.Ranks) > 0 {
+			held = append(held, copyRecord(r))
+		}
 	}
 	sort.Slice(held, func(i, j int) bool { return held[i].Created.Before(held[j].Created) })
 	for _, r := range h.cleared {

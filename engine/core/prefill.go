@@ -97,13 +97,14 @@ type transferInfo struct {
 }
 
 type prefillRank struct {
-	status     *StatusTable
-	peers      map[string]Registration
-	infos      map[uint64]transferInfo
-	queues     [][]*Chunk
-	held       map[int]*Chunk
-	pendingAck map[uint64]Abort
-	dead       bool
+	status      *StatusTable
+	peers       map[string]Registration
+	infos       map[uint64]transferInfo
+	queues      [][]*Chunk
+	held        map[int]*Chunk
+	pendingAck  map[uint64]Abort
+	pendingFail map[uint64]Outbound
+	dead        bool
 }
 
 // Prefill is the prefill side's scheduler, bootstrap-loop and transfer-worker
@@ -134,12 +135,13 @@ func NewPrefill(cfg PrefillConfig, hist *History) *Prefill {
 	p := &Prefill{cfg: cfg, byRid: map[string]*PrefillReq{}, byRoom: map[uint64]*PrefillReq{}, hist: hist}
 	for r := range cfg.Ranks {
 		p.ranks = append(p.ranks, &prefillRank{
-			status:     NewStatusTable("prefill", r, cfg.Regressions, hist),
-			peers:      map[string]Registration{},
-			infos:      map[uint64]transferInfo{},
-			queues:     make([][]*Chunk, cfg.Workers),
-			held:       map[int]*Chunk{},
-			pendingAck: map[uint64]Abort{},
+			status:      NewStatusTable("prefill", r, cfg.Regressions, hist),
+			peers:       map[string]Registration{},
+			infos:       map[uint64]transferInfo{},
+			queues:      make([][]*Chunk, cfg.Workers),
+			held:        map[int]*Chunk{},
+			pendingAck:  map[uint64]Abort{},
+			pendingFail: map[uint64]Outbound{},
 		})
 	}
 	return p

@@ -35,7 +35,12 @@ func (p *Prefill) failAll(now time.Time, room uint64, why string) {
 func (p *Prefill) clear(now time.Time, req *PrefillReq, final KVPoll, why string) {
 	for rank, r := range p.ranks {
 		if info, ok := r.infos[req.Room]; ok && final == Failed {
-			p.out = append(p.out, Outbound{Rank: rank, To: notifyAddr(info.meta), Frames: StatusFrames(req.Room, Failed, rank)})
+			o := Outbound{Rank: rank, To: notifyAddr(info.meta), Frames: StatusFrames(req.Room, Failed, rank)}
+			if p.holding(rank, req.Room) {
+				r.pendingFail[req.Room] = o
+			} else {
+				p.out = append(p.out, o)
+			}
 		}
 		delete(r.infos, req.Room)
 		r.status.Clear(now, req.Room, why)
@@ -53,12 +58,23 @@ func (p *Prefill) backstops() bool {
 }
 
 // Step is one scheduler iteration: pop bootstrapped requests, forward the
-// waiting ones (queuing their chunks), and retire inflight requests.
+// waiting ones (queuing their chunks), and retire inflight requests. The
+// live runtime calls the three parts itself so it can spend the forward
+// time between them.
 func (p *Prefill) Step(now time.Time) StepResult {
-	var res StepResult
-	reg := p.cfg.Regressions
+	res := StepResult{Finished: p.PopBootstrapped(now)}
+	fin, n := p.Forward(now)
+	res.Finished = append(res.Finished, fin...)
+	res.Forwarded = n
+	res.Finished = append(res.Finished, p.ProcessInflight(now)...)
+	return res
+}
 
-	// 1. Bootstrap queue.
+// PopBootstrapped moves requests whose room left Bootstrapping to the
+// waiting queue, failing those whose room failed or timed out.
+func (p *Prefill) PopBootstrapped(now time.Time) []Finish {
+	var fin []Finish
+	reg := p.cfg.Regressions
 	keep := p.bootstrapQ[:0]
 	for _, req := range p.bootstrapQ {
 		s := p.poll(req.Room)
@@ -71,31 +87,51 @@ func (p *Prefill) Step(now time.Time) StepResult {
 			keep = append(keep, req)
 		case Failed:
 			p.BootstrapFailed++
-			res.Finished = append(res.Finished, Finish{req.Rid, req.Room, ErrBootstrapFailed})
+			fin = append(fin, Finish{req.Rid, req.Room, ErrBootstrapFailed})
 			p.clear(now, req, Failed, "bootstrap failed")
 		default:
 			p.waitingQ = append(p.waitingQ, req)
 		}
 	}
 	p.bootstrapQ = keep
+	return fin
+}
 
-	// 2. Forward every waiting request and queue its chunks.
+// WaitingTokens is the prompt tokens the next Forward will run.
+func (p *Prefill) WaitingTokens() int {
+	n := 0
+	for _, req := range p.waitingQ {
+		n += len(req.Tokens)
+	}
+	return n
+}
+
+// Forward runs every waiting request (queuing its chunks for the transfer
+// workers) and returns the tokens forwarded.
+func (p *Prefill) Forward(now time.Time) ([]Finish, int) {
+	var fin []Finish
+	n := 0
 	for _, req := range p.waitingQ {
 		if p.poll(req.Room) == Failed {
 			p.TransferFailed++
-			res.Finished = append(res.Finished, Finish{req.Rid, req.Room, ErrTransferFailed})
+			fin = append(fin, Finish{req.Rid, req.Room, ErrTransferFailed})
 			p.clear(now, req, Failed, "failed before forward")
 			continue
 		}
-		res.Forwarded += len(req.Tokens)
+		n += len(req.Tokens)
 		p.queueChunks(now, req)
 		req.InflightSince = now
 		p.inflightQ = append(p.inflightQ, req)
 	}
 	p.waitingQ = p.waitingQ[:0]
+	return fin, n
+}
 
-	// 3. Inflight queue.
-	keep = p.inflightQ[:0]
+// ProcessInflight retires inflight requests whose room is terminal and
+// enforces the inflight deadline.
+func (p *Prefill) ProcessInflight(now time.Time) []Finish {
+	var fin []Finish
+	keep := p.inflightQ[:0]
 	for _, req := range p.inflightQ {
 		s := p.poll(req.Room)
 		if (s == WaitingForInput || s == Transferring) && p.backstops() && now.Sub(req.InflightSince) > p.cfg.InflightTimeout {
@@ -104,22 +140,21 @@ func (p *Prefill) Step(now time.Time) StepResult {
 		}
 		switch s {
 		case Success:
-			res.Finished = append(res.Finished, Finish{req.Rid, req.Room, nil})
+			fin = append(fin, Finish{req.Rid, req.Room, nil})
 			p.clear(now, req, Success, "transfer done")
 		case Failed:
 			p.TransferFailed++
-			res.Finished = append(res.Finished, Finish{req.Rid, req.Room, ErrTransferFailed})
+			fin = append(fin, Finish{req.Rid, req.Room, ErrTransferFailed})
 			p.clear(now, req, Failed, "transfer failed")
 		default:
 			keep = append(keep, req)
 		}
 	}
 	p.inflightQ = keep
-
 	if p.backstops() {
 		p.sweep(now)
 	}
-	return res
+	return fin
 }
 
 // sweep clears rooms no request owns (metadata or ABORT for a request prefill
@@ -240,6 +275,10 @@ func (p *Prefill) release(now time.Time, rank, w int) {
 	if a, ok := r.pendingAck[c.Room]; ok && !p.holding(rank, c.Room) {
 		delete(r.pendingAck, c.Room)
 		p.ack(now, rank, a)
+	}
+	if o, ok := r.pendingFail[c.Room]; ok && !p.holding(rank, c.Room) {
+		delete(r.pendingFail, c.Room)
+		p.out = append(p.out, o)
 	}
 }
 

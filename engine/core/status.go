@@ -166,6 +166,9 @@ func (t *StatusTable) ExpireTombstones(now time.Time, ttl time.Duration) {
 	for r, at := range t.tombstones {
 		if now.Sub(at) > ttl {
 			delete(t.tombstones, r)
+			if _, held := t.status[r]; !held {
+				t.hist.Forget(r)
+			}
 		}
 	}
 }

@@ -116,6 +116,7 @@ type wedgeCase struct {
 	reg    string
 	ranks  int
 	script func(*rig)
+	mid    func(*testing.T, *rig) // with the regression, right after the script
 	wedge  func(*testing.T, *rig) // with the regression, after finish
 	fixed  func(*testing.T, *rig) // fixed engine, after finish and checkClean
 }
@@ -138,6 +139,11 @@ func wedgeCases() []wedgeCase {
 		{name: "abort-before-status/metadata-then-abort", reg: AbortBeforeStatus, script: scriptMetaThenAbort,
 			wedge: stuckBootstrapping(12)},
 		{name: "status-resurrection", reg: StatusResurrection, script: scriptResurrection,
+			mid: func(t *testing.T, r *rig) {
+				if s := r.p.ranks[0].status.Check(21); !r.p.ranks[0].status.Has(21) || s != Transferring || r.p.byRoom[21] != nil {
+					t.Errorf("room 21 is %s (owned=%v), want re-inserted Transferring with no owner", s, r.p.byRoom[21] != nil)
+				}
+			},
 			wedge: func(t *testing.T, r *rig) {
 				held, _ := heldRooms(r.ph)
 				if len(held) != 1 || held[0].Room != 21 {
@@ -199,6 +205,9 @@ func TestRegressionWedges(t *testing.T) {
 			t.Parallel()
 			r := newRig(t, rigOpts{reg: Regressions{tc.reg: true}, ranks: tc.ranks})
 			tc.script(r)
+			if tc.mid != nil {
+				tc.mid(t, r)
+			}
 			r.finish()
 			tc.wedge(t, r)
 		})

@@ -224,7 +224,7 @@ func TestSendContextCancelBreaksConnection(t *testing.T) {
 		t.Fatalf("blocked Send with deadline: %v", err)
 	}
 	if err := push.Send(context.Background(), [][]byte{[]byte("x")}); err == nil {
-		t.Fatal("Send on a connection broken mid-message succeeded")
+		t.Fatalf("Send on a connection broken mid-message succeeded (first error: %v)", err)
 	}
 }
 

@@ -1,0 +1,54 @@
+# pdchaos — every command a person runs is a target here.
+GO        ?= go
+BIN       := bin/pdchaos
+DURATION  ?= 1m
+TARGET    ?= bundled
+RESULTS_DIR ?= $(CURDIR)/runs
+# Packages with goroutines and sockets run under the race detector.
+RACE_PKGS := ./engine/... ./faults/... ./agents/...
+
+.PHONY: all build run test test-race test-short lint gate soak repro bench deps clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/pdchaos
+
+## run: a one-minute soak of the preset scenarios on the in-process bundled engine, with a report
+run: build
+	$(BIN) soak --duration $(DURATION) --results $(RESULTS_DIR)
+
+## deps: test-only system dependencies (python3-zmq for the ZMTP interop tests)
+deps:
+	@bash scripts/setup-test-deps.sh
+
+## test: everything CI runs — vet, race detector on concurrent packages, all tests
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 8m $(RACE_PKGS)
+	$(GO) test -count=1 -timeout 8m $$($(GO) list ./... | grep -v -e /engine -e /faults -e /agents)
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
+
+## gate: the pre-release Ginkgo gate (JUnit in $(RESULTS_DIR))
+gate: build
+	$(GO) test -count=1 -timeout 60m ./suites/... -ginkgo.junit-report=$(RESULTS_DIR)/junit.xml -ginkgo.v
+
+## soak: long soak, e.g. make soak DURATION=8h TARGET=external ARGS="--router http://... --metrics ..."
+soak: build
+	$(BIN) soak --duration $(DURATION) --target $(TARGET) --results $(RESULTS_DIR) $(ARGS)
+
+## repro: replay a bundle, e.g. make repro BUNDLE=runs/abort-storm-42-.../repro.yaml
+repro: build
+	$(BIN) repro $(BUNDLE)
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchtime=2000x ./agents/ ./engine/...
+
+clean:
+	rm -rf bin runs

@@ -1,0 +1,13 @@
+// Package faults holds faults as values: the Fault interface every injector
+// implements, the Target seam a deployment offers them, the engine-hook
+// faults (pause transfer workers, stall the bootstrap loop or a scheduler)
+// and Reset, which clears what a crashed run left on a target.
+//
+// Injectors for the other layers live in subpackages: network (embedded
+// Toxiproxy), protocol (ZMTP frame proxy), process (signals to role
+// processes), hooks (the /debug/hooks wire format) and schedule (fault
+// timelines and the player that applies them).
+//
+// This package and its subpackages must not import harness/, suites/ or
+// Ginkgo; the harness composes them.
+package faults
