@@ -48,7 +48,7 @@ func (d *Decode) routesHandler() http.Handler {
 		d.mu.Unlock()
 		writeJSON(w, RoomsResponse{Role: "decode", Held: held, Cleared: cleared})
 	}))
-	mux.HandleFunc("/debug/hooks", loopbackOnly(serveHooks(d.Hooks())))
+	mux.Handle(HooksPath, ServeHooks(d.Hooks()))
 	return mux
 }
 

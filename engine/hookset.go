@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 )
@@ -76,9 +77,21 @@ func (h hookSet) State(context.Context) ([]HookState, error) {
 	return out, nil
 }
 
-// serveHooks is /debug/hooks: GET lists gates, POST {action, spec} acts.
-func serveHooks(h Hooks) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+// HooksPath is where every engine role serves its hooks.
+const HooksPath = "/debug/hooks"
+
+// Actions a POST to HooksPath can ask for.
+const (
+	HookActionPause     = "pause"
+	HookActionResume    = "resume"
+	HookActionResumeAll = "resume-all"
+)
+
+// ServeHooks is the /debug/hooks handler, for loopback callers only: GET
+// lists every gate, POST {action, spec} pauses or resumes and answers with
+// the new states. faults/hooks.HooksClient speaks to it.
+func ServeHooks(h Hooks) http.Handler {
+	return loopbackOnly(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet:
 			st, err := h.State(r.Context())
@@ -95,14 +108,18 @@ func serveHooks(h Hooks) http.HandlerFunc {
 			}
 			var err error
 			switch req.Action {
-			case "pause":
+			case HookActionPause:
 				err = h.Pause(r.Context(), req.Spec)
-			case "resume":
+			case HookActionResume:
 				err = h.Resume(r.Context(), req.Spec)
-			case "resume-all":
+			case HookActionResumeAll:
 				err = h.ResumeAll(r.Context())
 			default:
 				writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown hooks action %q (want pause, resume, resume-all)", req.Action))
+				return
+			}
+			if errors.Is(err, ErrUnknownHook) {
+				writeError(w, http.StatusNotFound, err.Error())
 				return
 			}
 			if err != nil {
@@ -114,5 +131,5 @@ func serveHooks(h Hooks) http.HandlerFunc {
 		default:
 			writeError(w, http.StatusMethodNotAllowed, "use GET or POST")
 		}
-	}
+	})
 }

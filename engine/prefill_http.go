@@ -43,7 +43,7 @@ func (p *Prefill) routes() http.Handler {
 		p.mu.Unlock()
 		writeJSON(w, RoomsResponse{Role: "prefill", Held: held, Cleared: cleared})
 	}))
-	mux.HandleFunc("/debug/hooks", loopbackOnly(serveHooks(p.Hooks())))
+	mux.Handle(HooksPath, ServeHooks(p.Hooks()))
 	return mux
 }
 

@@ -1,8 +1,8 @@
-// Package hooks carries engine.Hooks over HTTP: ServeHooks is the handler an
-// engine process mounts at its loopback-only /debug/hooks, and HooksClient is
-// the engine.Hooks a harness uses to reach it. Both sides live here so the
-// wire format is defined once.
+// Package hooks reaches an engine's pause gates over HTTP: HooksClient is the
+// engine.Hooks a harness uses for an engine in another process, speaking to
+// the loopback-only /debug/hooks that engine.ServeHooks serves. The wire
+// types are the engine's, so the format is defined once.
 //
-// The engine imports this package, so it must import only engine and the
-// standard library (never faults, harness/, suites/ or Ginkgo).
+// hooks imports only engine and the standard library; it must not import
+// harness/, suites/ or Ginkgo.
 package hooks

@@ -26,7 +26,7 @@ func serve(t *testing.T) (*faketarget.Hooks, *hooks.HooksClient) {
 		engine.HookSpec{Hook: engine.HookTransferWorkers, Role: "prefill", Rank: 0, Worker: 1},
 		engine.HookSpec{Hook: engine.HookScheduler, Role: "decode", Rank: 0})
 	mux := http.NewServeMux()
-	mux.Handle(hooks.Path, hooks.ServeHooks(fh))
+	mux.Handle(hooks.Path, engine.ServeHooks(fh))
 	srv := httptest.NewServer(mux)
 	tr := &http.Transport{}
 	t.Cleanup(func() { tr.CloseIdleConnections(); srv.Close() })
@@ -114,7 +114,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestLoopbackOnly(t *testing.T) {
-	h := hooks.ServeHooks(faketarget.NewHooks())
+	h := engine.ServeHooks(faketarget.NewHooks())
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, hooks.Path, nil)
 	req.RemoteAddr = "10.1.2.3:4444"

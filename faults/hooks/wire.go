@@ -2,23 +2,15 @@ package hooks
 
 import "github.com/pdchaos/pdchaos/engine"
 
-// Path is where an engine mounts ServeHooks.
-const Path = "/debug/hooks"
+// Path is where an engine serves its hooks (engine.ServeHooks).
+const Path = engine.HooksPath
 
 // Actions a POST to Path can ask for.
 const (
-	ActionPause     = "pause"
-	ActionResume    = "resume"
-	ActionResumeAll = "resume-all"
+	ActionPause     = engine.HookActionPause
+	ActionResume    = engine.HookActionResume
+	ActionResumeAll = engine.HookActionResumeAll
 )
 
 // Request is the body of a POST to Path. Spec is ignored for resume-all.
-type Request struct {
-	Action string          `json:"action"`
-	Spec   engine.HookSpec `json:"spec"`
-}
-
-// errorBody is the JSON body of a failed request.
-type errorBody struct {
-	Error string `json:"error"`
-}
+type Request = engine.HooksRequest
