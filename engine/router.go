@@ -42,6 +42,8 @@ type Router struct {
 	client *http.Client
 	tr     *http.Transport
 	wg     sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu  sync.Mutex
 	rng *rand.Rand
@@ -66,6 +68,7 @@ func startRouter(ctx context.Context, cfg Config, rc RouterConfig, links *linkTa
 		log = slog.New(slog.DiscardHandler)
 	}
 	rt := &Router{cfg: cfg, rc: rc, log: log.With("role", "router"), rng: rand.New(rand.NewPCG(cfg.Seed, 0x726f75746572))}
+	rt.ctx, rt.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	rt.tr = &http.Transport{DialContext: links.dial, MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second}
 	rt.client = &http.Client{Transport: rt.tr}
 	links.watch(rt.tr.CloseIdleConnections)
@@ -95,6 +98,7 @@ func (rt *Router) Close(ctx context.Context) error {
 	if err := rt.srv.Shutdown(sctx); err != nil {
 		_ = rt.srv.Close()
 	}
+	rt.cancel()
 	rt.wg.Wait()
 	rt.tr.CloseIdleConnections()
 	return nil
@@ -106,9 +110,12 @@ func (rt *Router) room() uint64 {
 	return rt.rng.Uint64() >> 1 // 63 bits, as SGLang
 }
 
-// dispatch sends req to prefill and decode at once. It returns decode's
-// response and a wait function for prefill's.
-func (rt *Router) dispatch(ctx context.Context, req GenerateRequest) (*http.Response, func(), error) {
+// dispatch sends req to prefill and decode at once and returns decode's
+// response. Like mini_lb, the prefill request outlives the client's answer
+// (prefill replies once its KV is sent, which may be after decode is done),
+// but a client that goes away before its answer is complete cancels it.
+// The returned done must be called when the answer has been written.
+func (rt *Router) dispatch(r *http.Request, req GenerateRequest) (*http.Response, func(), error) {
 	host, port, _ := net.SplitHostPort(rt.rc.PrefillBootstrap)
 	req.BootstrapHost = host
 	req.BootstrapPort, _ = strconv.Atoi(port)
@@ -116,10 +123,13 @@ func (rt *Router) dispatch(ctx context.Context, req GenerateRequest) (*http.Resp
 	prefillReq.Stream = false
 	pb, _ := json.Marshal(prefillReq)
 	db, _ := json.Marshal(req)
-	prefillDone := make(chan struct{})
+	pctx, cancelPrefill := context.WithCancel(rt.ctx)
+	answered := make(chan struct{})
+	rt.wg.Add(2)
 	go func() {
-		defer close(prefillDone)
-		resp, err := rt.post(ctx, rt.rc.PrefillHTTP, pb)
+		defer rt.wg.Done()
+		defer cancelPrefill()
+		resp, err := rt.post(pctx, rt.rc.PrefillHTTP, pb)
 		if err != nil {
 			rt.log.Debug("prefill request failed", "err", err)
 			return
@@ -127,12 +137,24 @@ func (rt *Router) dispatch(ctx context.Context, req GenerateRequest) (*http.Resp
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}()
-	wait := func() { <-prefillDone }
-	resp, err := rt.post(ctx, rt.rc.DecodeHTTP, db)
+	go func() {
+		defer rt.wg.Done()
+		select {
+		case <-r.Context().Done():
+			select {
+			case <-answered:
+			default:
+				cancelPrefill() // the client left before its answer
+			}
+		case <-pctx.Done():
+		}
+	}()
+	done := func() { close(answered) }
+	resp, err := rt.post(r.Context(), rt.rc.DecodeHTTP, db)
 	if err != nil {
-		return nil, wait, err
+		return nil, done, err
 	}
-	return resp, wait, nil
+	return resp, done, nil
 }
 
 func (rt *Router) post(ctx context.Context, hostport string, body []byte) (*http.Response, error) {
@@ -158,8 +180,8 @@ func (rt *Router) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	if req.Rid == "" {
 		req.Rid = fmt.Sprintf("gen-%016x", room)
 	}
-	resp, wait, err := rt.dispatch(r.Context(), req)
-	defer wait()
+	resp, done, err := rt.dispatch(r, req)
+	defer done()
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "decode: "+err.Error())
 		return

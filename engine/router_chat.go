@@ -68,8 +68,8 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 	id := fmt.Sprintf("chatcmpl-%016x", room)
 	req := GenerateRequest{Rid: id, Text: model.ChatPrompt(msgs), SamplingParams: SamplingParams{MaxNewTokens: maxTokens},
 		Stream: true, BootstrapRoom: &room}
-	resp, wait, err := rt.dispatch(r.Context(), req)
-	defer wait()
+	resp, done, err := rt.dispatch(r, req)
+	defer done()
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "decode: "+err.Error())
 		return

@@ -1,0 +1,228 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pdchaos/pdchaos/faults"
+)
+
+func inject(t *testing.T, f faults.Fault, tgt *fakeTarget) faults.Heal {
+	t.Helper()
+	heal, err := f.Inject(testCtx(t), tgt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = heal(context.Background()) })
+	return heal
+}
+
+func TestAbortBeforeMetadataFault(t *testing.T) {
+	pull, tgt := pair(t)
+	f := &AbortBeforeMetadata{Link: "control/0"}
+	if f.Layer() != faults.LayerProtocol || f.Evidence().Effective {
+		t.Fatal("fresh fault must be protocol-layer and not effective")
+	}
+	heal := inject(t, f, tgt)
+	push := dialT(t, tgt.viaAddr())
+	send(t, push, metadata("1"), metadata("2"), abort("1"), msg("other"))
+	got := recvN(t, pull, 3)
+	order := []string{first(got[0]), first(got[1]), first(got[2])}
+	if strings.Join(order, " ") != "ABORT/1 "+GuardFrame+"/1 other/" {
+		t.Fatalf("order %v", order)
+	}
+	// Room 2 stays held until Heal, which must release it.
+	if err := heal(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := heal(testCtx(t)); err != nil {
+		t.Fatalf("second heal: %v", err)
+	}
+	rest := recvN(t, pull, 1)
+	if first(rest[0]) != GuardFrame+"/2" {
+		t.Fatalf("held metadata of room 2 not released on heal")
+	}
+	eventually(t, "reorder counted", func() bool { return f.Evidence().Counters["reordered"] >= 1 })
+	ev := f.Evidence()
+	if !ev.Effective || ev.Counters["held"] != 2 || ev.Counters["seen_metadata"] != 2 {
+		t.Fatalf("evidence %+v", ev)
+	}
+	if tgt.restored != 1 {
+		t.Fatalf("restored %d times", tgt.restored)
+	}
+}
+
+func TestHealReleasesHeldInOrder(t *testing.T) {
+	pull, tgt := pair(t)
+	f := &HoldMessages{Link: "control/0", Kinds: []Kind{KindMetadata}, After: 1000}
+	heal := inject(t, f, tgt)
+	push := dialT(t, tgt.viaAddr())
+	for i := range 5 {
+		send(t, push, metadata(fmt.Sprint(i)))
+	}
+	eventually(t, "5 held", func() bool { return f.Evidence().Counters["held"] == 5 })
+	if err := heal(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	got := recvN(t, pull, 5)
+	for i, m := range got {
+		if string(m[1]) != fmt.Sprint(i) {
+			t.Fatalf("released out of order at %d: %s", i, m[1])
+		}
+	}
+}
+
+func TestHoldAfterN(t *testing.T) {
+	pull, tgt := pair(t)
+	f := &HoldMessages{Link: "control/0", Kinds: []Kind{KindAbort}, After: 2}
+	inject(t, f, tgt)
+	push := dialT(t, tgt.viaAddr())
+	send(t, push, abort("9"), metadata("1"), metadata("2"), metadata("3"))
+	got := recvN(t, pull, 4)
+	if first(got[2]) != "ABORT/9" {
+		t.Fatalf("ABORT should pass after two messages: %s %s %s", first(got[0]), first(got[1]), first(got[2]))
+	}
+}
+
+func TestDropDuplicateDelay(t *testing.T) {
+	t.Run("drop", func(t *testing.T) {
+		pull, tgt := pair(t)
+		f := &Drop{Link: "control/0", Kinds: []Kind{KindAbort}, Limit: 1}
+		inject(t, f, tgt)
+		push := dialT(t, tgt.viaAddr())
+		send(t, push, abort("1"), abort("2"), metadata("3"))
+		got := recvN(t, pull, 2)
+		if first(got[0]) != "ABORT/2" || f.Evidence().Counters["dropped"] != 1 || !f.Evidence().Effective {
+			t.Fatalf("got %s, evidence %+v", first(got[0]), f.Evidence())
+		}
+	})
+	t.Run("duplicate", func(t *testing.T) {
+		pull, tgt := pair(t)
+		f := &Duplicate{Link: "control/0", Kinds: []Kind{KindRegistration}}
+		inject(t, f, tgt)
+		push := dialT(t, tgt.viaAddr())
+		send(t, push, msg(GuardFrame, "None", "ip", "1", "a"), abort("1"))
+		got := recvN(t, pull, 3)
+		if first(got[0]) != first(got[1]) || first(got[2]) != "ABORT/1" {
+			t.Fatalf("got %s %s %s", first(got[0]), first(got[1]), first(got[2]))
+		}
+	})
+	t.Run("delay reorders", func(t *testing.T) {
+		pull, tgt := pair(t)
+		f := &DelayMessages{Link: "control/0", Kinds: []Kind{KindAbort}, Min: 50 * time.Millisecond, Max: 80 * time.Millisecond, Rand: rand.New(rand.NewPCG(1, 2))}
+		inject(t, f, tgt)
+		push := dialT(t, tgt.viaAddr())
+		start := time.Now()
+		send(t, push, abort("1"), metadata("1"))
+		got := recvN(t, pull, 2)
+		if first(got[0]) != GuardFrame+"/1" || time.Since(start) < 50*time.Millisecond {
+			t.Fatalf("delayed ABORT not overtaken: %s", first(got[0]))
+		}
+		eventually(t, "reorder counted", func() bool { return f.Evidence().Counters["reordered"] == 1 })
+		ev := f.Evidence()
+		if !ev.Effective || ev.Counters["delay_ms"] < 50 {
+			t.Fatalf("evidence %+v", ev)
+		}
+	})
+	t.Run("unmatched is not effective", func(t *testing.T) {
+		pull, tgt := pair(t)
+		f := &Drop{Link: "control/0", Kinds: []Kind{KindAck}}
+		inject(t, f, tgt)
+		push := dialT(t, tgt.viaAddr())
+		send(t, push, abort("1"))
+		recvN(t, pull, 1)
+		if f.Evidence().Effective {
+			t.Fatal("a rule that matched nothing reported effective")
+		}
+	})
+}
+
+func TestInjectRefusesAndLeavesNothing(t *testing.T) {
+	_, tgt := pair(t)
+	for _, link := range []string{"nope", "bootstrap"} {
+		_, err := (&Drop{Link: link}).Inject(testCtx(t), tgt)
+		if !errors.Is(err, faults.ErrUnsupported) || !strings.Contains(err.Error(), link) {
+			t.Fatalf("link %s: %v", link, err)
+		}
+	}
+	if _, err := (&DelayMessages{Link: "control/0", Max: time.Second}).Inject(testCtx(t), tgt); err == nil {
+		t.Fatal("random delay without a seeded Rand accepted")
+	}
+	tgt.interpose = func(ctx context.Context, _, _ string) error {
+		return errors.New("boom")
+	}
+	if _, err := (&Drop{Link: "control/0"}).Inject(testCtx(t), tgt); err == nil {
+		t.Fatal("interpose failure not reported")
+	}
+	assertClosed(t, tgt.viaAddr())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	tgt.interpose = func(ctx context.Context, _, _ string) error {
+		cancel()
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if _, err := (&Drop{Link: "control/0"}).Inject(ctx, tgt); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled inject: %v", err)
+	}
+	assertClosed(t, tgt.viaAddr())
+}
+
+func assertClosed(t *testing.T, addr string) {
+	t.Helper()
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		_ = c.Close()
+		t.Fatalf("proxy listener %s still open after failed inject", addr)
+	}
+}
+
+func TestRouteRewriter(t *testing.T) {
+	boot := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/route" && r.URL.Query().Get("target_tp_rank") == "-1":
+			_, _ = io.WriteString(w, `{"attn_tp_size":1,"dp_size":1}`)
+		case r.URL.Path == "/route":
+			_, _ = io.WriteString(w, `{"rank_ip":"10.0.0.5","rank_port":17000,"extra":true}`)
+		default:
+			_, _ = io.WriteString(w, "ok")
+		}
+	}))
+	defer boot.Close()
+	u, _ := url.Parse(boot.URL)
+	rr := NewRouteRewriter(u)
+	rr.Map("10.0.0.5:17000", "127.0.0.1:45678")
+	front := httptest.NewServer(rr)
+	defer front.Close()
+	get := func(path string) string {
+		resp, err := http.Get(front.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if got := get("/route?prefill_dp_rank=0&target_tp_rank=0"); got != `{"extra":true,"rank_ip":"127.0.0.1","rank_port":45678}` {
+		t.Fatalf("rewritten: %s", got)
+	}
+	if got := get("/route?target_tp_rank=-1"); got != `{"attn_tp_size":1,"dp_size":1}` {
+		t.Fatalf("topology answer changed: %s", got)
+	}
+	if got := get("/health"); got != "ok" {
+		t.Fatalf("health: %s", got)
+	}
+	rr.Unmap("10.0.0.5:17000")
+	if got := get("/route?target_tp_rank=0"); !strings.Contains(got, "10.0.0.5") {
+		t.Fatalf("unmapped answer rewritten: %s", got)
+	}
+}

@@ -1,0 +1,141 @@
+package protocol
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/zmtp"
+	"github.com/pdchaos/pdchaos/faults"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// fakeTarget has links and records Interpose calls; interpose may be
+// replaced to fail or block.
+type fakeTarget struct {
+	links     []engine.Link
+	mu        sync.Mutex
+	via       string
+	restored  int
+	interpose func(ctx context.Context, link, via string) error
+}
+
+func (f *fakeTarget) Links() []engine.Link { return f.links }
+func (f *fakeTarget) Interpose(ctx context.Context, link, via string) (engine.Restore, error) {
+	f.mu.Lock()
+	f.via = via
+	f.mu.Unlock()
+	if f.interpose != nil {
+		if err := f.interpose(ctx, link, via); err != nil {
+			return nil, err
+		}
+	}
+	return func(context.Context) error {
+		f.mu.Lock()
+		f.restored++
+		f.mu.Unlock()
+		return nil
+	}, nil
+}
+func (f *fakeTarget) Hooks() (engine.Hooks, error)         { return nil, faults.ErrUnsupported }
+func (f *fakeTarget) Processes() (faults.Processes, error) { return nil, faults.ErrUnsupported }
+
+func (f *fakeTarget) viaAddr() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.via
+}
+
+// pair is a real zmtp PULL (the "prefill") and a fake target whose
+// control link points at it.
+func pair(t *testing.T) (*zmtp.Pull, *fakeTarget) {
+	t.Helper()
+	pull, err := zmtp.Listen(testCtx(t), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pull.Close() })
+	return pull, &fakeTarget{links: []engine.Link{
+		{Name: "control/0", From: "decode", To: "prefill", Kind: engine.LinkZMTP, Addr: pull.Addr()},
+		{Name: "bootstrap", From: "decode", To: "prefill", Kind: engine.LinkHTTP, Addr: pull.Addr()},
+	}}
+}
+
+func dialT(t *testing.T, addr string) *zmtp.Push {
+	t.Helper()
+	p, err := zmtp.Dial(testCtx(t), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+func send(t *testing.T, p *zmtp.Push, msgs ...[][]byte) {
+	t.Helper()
+	for _, m := range msgs {
+		if err := p.Send(testCtx(t), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func recvN(t *testing.T, pull *zmtp.Pull, n int) [][][]byte {
+	t.Helper()
+	var out [][][]byte
+	for range n {
+		m, err := pull.Recv(testCtx(t))
+		if err != nil {
+			t.Fatalf("recv after %d: %v", len(out), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+func msg(parts ...string) [][]byte {
+	out := make([][]byte, len(parts))
+	for i, p := range parts {
+		out[i] = []byte(p)
+	}
+	return out
+}
+
+func metadata(room string) [][]byte {
+	return msg(GuardFrame, room, "127.0.0.1", "17000", "agent", "\x01\x00\x00\x00", "0", "1", "", "0")
+}
+
+func abort(room string) [][]byte { return msg(AbortFrame, room, "127.0.0.1", "17000") }
+
+func first(m [][]byte) string {
+	if len(m) < 2 {
+		return string(m[0]) + "/"
+	}
+	return string(m[0]) + "/" + string(m[1])
+}

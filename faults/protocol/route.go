@@ -1,0 +1,107 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync"
+)
+
+// RouteRewriter is an HTTP reverse proxy for an SGLang prefill bootstrap
+// server that rewrites GET /route answers {rank_ip, rank_port}, so a real
+// decode sends its ZMQ control traffic to a frame proxy instead of the
+// prefill rank. Everything else passes through unchanged.
+type RouteRewriter struct {
+	rp *httputil.ReverseProxy
+	mu sync.Mutex
+	m  map[string]string // "ip:port" -> "ip:port"
+}
+
+// NewRouteRewriter proxies to the bootstrap server at upstream
+// (e.g. http://prefill-host:8998).
+func NewRouteRewriter(upstream *url.URL) *RouteRewriter {
+	rr := &RouteRewriter{m: make(map[string]string)}
+	rr.rp = &httputil.ReverseProxy{
+		Rewrite:        func(r *httputil.ProxyRequest) { r.SetURL(upstream) },
+		ModifyResponse: rr.modify,
+	}
+	return rr
+}
+
+// Map makes answers naming from (rank_ip:rank_port) name to instead.
+func (rr *RouteRewriter) Map(from, to string) {
+	rr.mu.Lock()
+	rr.m[from] = to
+	rr.mu.Unlock()
+}
+
+// Unmap stops rewriting answers naming from.
+func (rr *RouteRewriter) Unmap(from string) {
+	rr.mu.Lock()
+	delete(rr.m, from)
+	rr.mu.Unlock()
+}
+
+// ServeHTTP implements http.Handler.
+func (rr *RouteRewriter) ServeHTTP(w http.ResponseWriter, r *http.Request) { rr.rp.ServeHTTP(w, r) }
+
+func (rr *RouteRewriter) modify(resp *http.Response) error {
+	req := resp.Request
+	if req == nil || req.Method != http.MethodGet || req.URL.Path != "/route" || resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("read /route answer: %w", err)
+	}
+	out, err := rr.rewrite(body)
+	if err != nil {
+		return err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(out))
+	resp.ContentLength = int64(len(out))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
+	return nil
+}
+
+// rewrite changes rank_ip/rank_port of a /route answer when mapped; other
+// answers (topology queries, unmapped ranks) come back unchanged.
+func (rr *RouteRewriter) rewrite(body []byte) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) != nil {
+		return body, nil
+	}
+	var ip string
+	var port int
+	if json.Unmarshal(obj["rank_ip"], &ip) != nil || json.Unmarshal(obj["rank_port"], &port) != nil {
+		return body, nil
+	}
+	rr.mu.Lock()
+	to, ok := rr.m[net.JoinHostPort(ip, strconv.Itoa(port))]
+	rr.mu.Unlock()
+	if !ok {
+		return body, nil
+	}
+	host, p, err := net.SplitHostPort(to)
+	if err != nil {
+		return nil, fmt.Errorf("rewrite /route to %q: %w", to, err)
+	}
+	np, err := strconv.Atoi(p)
+	if err != nil {
+		return nil, fmt.Errorf("rewrite /route to %q: bad port: %w", to, err)
+	}
+	obj["rank_ip"], _ = json.Marshal(host)
+	obj["rank_port"], _ = json.Marshal(np)
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode rewritten /route answer: %w", err)
+	}
+	return out, nil
+}
