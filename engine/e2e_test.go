@@ -53,7 +53,7 @@ func TestConcurrentRequestsAllCorrect(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	eventually(t, 5*time.Second, func() error { return drained(t.Context(), c) })
+	eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
 }
 
 // streamThenCancel starts a streamed chat, reads until it has seen
@@ -102,7 +102,7 @@ func cancelDuringPrefill(t *testing.T, c *engine.Cluster, msgs []model.Message) 
 		_, _ = chat(ctx, &http.Client{Transport: tr}, c.Endpoint(), msgs, 50)
 	}()
 	var room uint64
-	eventually(t, 5*time.Second, func() error {
+	eventually(t, 10*time.Second, func() error {
 		r := rooms(t, c.EngineURLs()[0])
 		if len(r.Held) == 0 {
 			return fmt.Errorf("prefill holds no room yet")
@@ -158,7 +158,7 @@ func TestClientDisconnectClearsBothSides(t *testing.T) {
 			} else {
 				room = streamThenCancel(t, c.Endpoint(), prompt(1), 200, tc.afterTokens)
 			}
-			eventually(t, 5*time.Second, func() error {
+			eventually(t, 10*time.Second, func() error {
 				for _, base := range c.EngineURLs() {
 					var r engine.RoomsResponse
 					if err := getJSON(t.Context(), base+"/debug/rooms", &r); err != nil {

@@ -140,3 +140,9 @@ func drained(ctx context.Context, c *engine.Cluster) error {
 	}
 	return nil
 }
+
+func httpClient(t *testing.T) *http.Client {
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}

@@ -1,0 +1,138 @@
+package engine_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/model"
+)
+
+// buildCLI builds the pdchaos binary once per test run.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "pdchaos")
+	cmd := exec.Command("go", "build", "-o", bin, "../cmd/pdchaos")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build pdchaos: %v\n%s", err, out)
+	}
+	return bin
+}
+
+type roleProc struct {
+	cmd   *exec.Cmd
+	ready map[string]json.RawMessage
+}
+
+// startRole runs `pdchaos engine --role …` and waits for its ready line.
+func startRole(t *testing.T, bin string, args ...string) *roleProc {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"engine"}, args...)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	p := &roleProc{cmd: cmd}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			line <- sc.Text()
+		}
+		close(line)
+	}()
+	select {
+	case l, ok := <-line:
+		if !ok {
+			t.Fatalf("%v exited before it was ready", args)
+		}
+		must(t, json.Unmarshal([]byte(l), &p.ready))
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%v not ready within 20s", args)
+	}
+	return p
+}
+
+func (p *roleProc) field(t *testing.T, key string, v any) {
+	t.Helper()
+	must(t, json.Unmarshal(p.ready[key], v))
+}
+
+func TestRolesAsProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the CLI and starts processes")
+	}
+	bin := buildCLI(t)
+	pre := startRole(t, bin, "--role", "prefill")
+	var pa engine.PrefillAddrs
+	pre.field(t, "prefill", &pa)
+	dec := startRole(t, bin, "--role", "decode", "--decode-tokens-per-sec", "40")
+	var da engine.DecodeAddrs
+	dec.field(t, "decode", &da)
+	rt := startRole(t, bin, "--role", "router", "--prefill-http", pa.HTTP, "--prefill-bootstrap", pa.Bootstrap, "--decode-http", da.HTTP)
+	var endpoint string
+	rt.field(t, "router", &endpoint)
+
+	msgs := prompt(3)
+	client := httpClient(t)
+	got, err := chat(t.Context(), client, endpoint, msgs, 6)
+	must(t, err)
+	if want := model.ExpectedChat(msgs, 6); got != want {
+		t.Fatalf("answer through three processes: got %q want %q", got, want)
+	}
+
+	// Kill decode in the middle of a stream: the client must get an error,
+	// not a hang; so must the next request.
+	streamErr := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		close(started)
+		_, err := chat(ctx, client, endpoint, prompt(4), 400)
+		streamErr <- err
+	}()
+	<-started
+	eventually(t, 10*time.Second, func() error {
+		return gaugeIs(t.Context(), "http://"+da.HTTP+"/metrics", engine.MetricRunning, 1)
+	})
+	must(t, dec.cmd.Process.Signal(syscall.SIGKILL))
+	select {
+	case err := <-streamErr:
+		if err == nil {
+			t.Fatal("stream survived its decode being killed")
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("stream hung after decode died: %v", err)
+		}
+		t.Logf("in-flight stream ended with: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("stream still open 10s after decode was killed")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err = chat(ctx, client, endpoint, prompt(5), 4)
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "502") {
+		t.Fatalf("request after decode died: want a prompt 502, got %v", err)
+	}
+}

@@ -1,0 +1,215 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine"
+)
+
+// holdProxy forwards TCP connections to upstream but holds every byte
+// going upstream until Release: a forced "this request arrives later".
+type holdProxy struct {
+	ln       net.Listener
+	upstream string
+	release  chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	conns    []net.Conn
+}
+
+func newHoldProxy(t *testing.T, upstream string) *holdProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &holdProxy{ln: ln, upstream: upstream, release: make(chan struct{})}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *holdProxy) Addr() string { return p.ln.Addr().String() }
+
+// Release lets held and future bytes through.
+func (p *holdProxy) Release() { p.once.Do(func() { close(p.release) }) }
+
+func (p *holdProxy) track(c net.Conn) {
+	p.mu.Lock()
+	p.conns = append(p.conns, c)
+	p.mu.Unlock()
+}
+
+func (p *holdProxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.upstream)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.track(c)
+		p.track(up)
+		p.wg.Add(2)
+		go func() {
+			defer p.wg.Done()
+			_, _ = io.Copy(c, up)
+			c.Close()
+		}()
+		go func() {
+			defer p.wg.Done()
+			var buf bytes.Buffer
+			chunk := make([]byte, 32<<10)
+			go func() { <-p.release; c.SetReadDeadline(time.Now()) }()
+			for {
+				n, err := c.Read(chunk)
+				buf.Write(chunk[:n])
+				if err != nil {
+					break
+				}
+			}
+			<-p.release
+			c.SetReadDeadline(time.Time{})
+			_, _ = up.Write(buf.Bytes())
+			_, _ = io.Copy(up, c)
+			up.Close()
+		}()
+	}
+}
+
+func (p *holdProxy) close() {
+	p.Release()
+	p.ln.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+var (
+	allWorkers    = engine.HookSpec{Hook: engine.HookTransferWorkers, Role: "prefill", Rank: -1, Worker: -1}
+	bootstrapLoop = engine.HookSpec{Hook: engine.HookBootstrapLoop, Role: "prefill", Rank: -1, Worker: -1}
+	decodeSched   = engine.HookSpec{Hook: engine.HookScheduler, Role: "decode", Rank: -1, Worker: -1}
+)
+
+func hooksOf(t *testing.T, c *engine.Cluster) engine.Hooks {
+	t.Helper()
+	h, err := c.Hooks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.ResumeAll(context.Background()) })
+	return h
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// held returns the gate of spec kind that has held an actor, if any.
+func heldWorker(ctx context.Context, h engine.Hooks) (engine.HookState, error) {
+	st, err := h.State(ctx)
+	if err != nil {
+		return engine.HookState{}, err
+	}
+	for _, s := range st {
+		if s.Hook == engine.HookTransferWorkers && s.Held > 0 {
+			return s, nil
+		}
+	}
+	return engine.HookState{}, fmt.Errorf("no transfer worker holds a chunk yet")
+}
+
+// generate sends SGLang /generate through the router with a chosen rid and
+// room, so a test can aim at a transfer worker (room % workers) and abort
+// the request on one side only.
+func generate(ctx context.Context, endpoint, rid string, room uint64, text string, maxTokens int) (string, error) {
+	body, _ := json.Marshal(engine.GenerateRequest{Rid: rid, Text: text, BootstrapRoom: &room,
+		SamplingParams: engine.SamplingParams{MaxNewTokens: maxTokens}})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/generate", bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("generate %s: status %d: %s", rid, resp.StatusCode, b)
+	}
+	var out engine.GenerateChunk
+	if err := json.Unmarshal(b, &out); err != nil {
+		return "", err
+	}
+	return out.Text, nil
+}
+
+// background runs f until the test ends, cancelling its ctx first.
+func background(t *testing.T, f func(ctx context.Context)) (cancel func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return cancel
+}
+
+func abortOn(t *testing.T, base, rid string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"rid": rid})
+	resp, err := http.Post(base+"/abort_request", "application/json", bytes.NewReader(body))
+	must(t, err)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+}
+
+// roomOn reports a room's record on one engine and whether it is held.
+func roomOn(ctx context.Context, base string, room uint64) (engine.RoomRecord, bool, error) {
+	var r engine.RoomsResponse
+	if err := getJSON(ctx, base+"/debug/rooms", &r); err != nil {
+		return engine.RoomRecord{}, false, err
+	}
+	if rec, ok := findRoom(r.Held, room); ok {
+		return rec, true, nil
+	}
+	if rec, ok := findRoom(r.Cleared, room); ok {
+		return rec, false, nil
+	}
+	return engine.RoomRecord{}, false, fmt.Errorf("room %d unknown to %s", room, r.Role)
+}
+
+func healthy(ctx context.Context, c *engine.Cluster) error { return c.Health(ctx) }
+
+func gaugeIs(ctx context.Context, url, name string, want float64) error {
+	v, err := gauge(ctx, url, name)
+	if err != nil {
+		return err
+	}
+	if v != want {
+		return fmt.Errorf("%s = %v, want %v", name, v, want)
+	}
+	return nil
+}
