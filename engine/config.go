@@ -42,6 +42,9 @@ type Config struct {
 	Host string `yaml:"host" json:"host"`
 	// Seed drives the router's room choice; 0 picks 1.
 	Seed uint64 `yaml:"seed" json:"seed"`
+	// HeartbeatInterval is how often decode checks each prefill's bootstrap
+	// /health; two misses in a row fail the rooms paired with it. Default 1s.
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval" json:"heartbeat_interval"`
 	// CheckInterval is how often idle loops look for work (deadlines,
 	// queues); default 5ms.
 	CheckInterval time.Duration `yaml:"check_interval" json:"check_interval"`
@@ -89,6 +92,9 @@ func (c Config) withDefaults() (Config, core.Regressions, error) {
 	}
 	if c.Seed == 0 {
 		c.Seed = 1
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = time.Second
 	}
 	if c.CheckInterval <= 0 {
 		c.CheckInterval = 5 * time.Millisecond

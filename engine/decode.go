@@ -122,6 +122,8 @@ func startDecode(ctx context.Context, cfg Config, addrs DecodeAddrs, links *link
 	d.wg.Add(2)
 	go func() { defer d.wg.Done(); _ = d.httpSrv.Serve(d.httpLn) }()
 	go d.schedulerLoop()
+	d.wg.Add(1)
+	go d.heartbeatLoop()
 	for r := range cfg.TP {
 		d.wg.Add(2)
 		go d.notifyLoop(r)
@@ -363,3 +365,55 @@ func (d *Decode) resolve(ctx context.Context, bootstrap string) error {
 	d.routes[bootstrap] = addrs
 	return nil
 }
+
+// heartbeatLoop checks every prefill decode has talked to, as SGLang's
+// heartbeat thread does: after HeartbeatFailures misses in a row, the rooms
+// paired with that prefill fail at once.
+func (d *Decode) heartbeatLoop() {
+	defer d.wg.Done()
+	tick := time.NewTicker(d.cfg.HeartbeatInterval)
+	defer tick.Stop()
+	misses := map[string]int{}
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		d.mu.Lock()
+		var peers []string
+		for b := range d.routes {
+			peers = append(peers, b)
+		}
+		d.mu.Unlock()
+		for _, b := range peers {
+			ctx, cancel := context.WithTimeout(d.ctx, d.cfg.HeartbeatInterval)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b+"/health", nil)
+			resp, err := d.client.Do(req)
+			cancel()
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					misses[b] = 0
+					continue
+				}
+			}
+			if d.ctx.Err() != nil {
+				return
+			}
+			misses[b]++
+			if misses[b] == heartbeatFailures {
+				d.mu.Lock()
+				n := d.core.OnPrefillLost(time.Now(), b)
+				// Forget the route: a restarted prefill is resolved afresh.
+				delete(d.routes, b)
+				d.mu.Unlock()
+				d.log.Warn("lost connection with prefill", "bootstrap", b, "rooms_failed", n)
+				d.kick()
+			}
+		}
+	}
+}
+
+// heartbeatFailures is SGLang's HEARTBEAT_MAX_FAILURE.
+const heartbeatFailures = 2

@@ -245,3 +245,39 @@ func TestCloseReleasesEverything(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeHeartbeatFailsRoomsOfADeadPrefill(t *testing.T) {
+	noLeaks(t)
+	// A waiting timeout far beyond the test: only the heartbeat can free
+	// decode's slot in time.
+	c := startCluster(t, engine.Config{WaitingTimeout: time.Minute, HeartbeatInterval: 100 * time.Millisecond})
+	h := hooksOf(t, c)
+	must(t, h.Pause(t.Context(), allWorkers))
+	answer := make(chan error, 1)
+	background(t, func(ctx context.Context) {
+		_, err := generate(ctx, c.Endpoint(), "hb-1", 8008, longPrompt("h"), 4)
+		answer <- err
+	})
+	eventually(t, 10*time.Second, func() error {
+		return gaugeIs(t.Context(), c.MetricsURLs()[1], engine.MetricDecodeTransferQueue, 1)
+	})
+	must(t, c.Prefill.Close(t.Context()))
+	eventually(t, 10*time.Second, func() error {
+		rec, held, err := roomOn(t.Context(), c.EngineURLs()[1], 8008)
+		if err != nil || held {
+			return fmt.Errorf("decode still holds the room (%v)", err)
+		}
+		if !slices.ContainsFunc(rec.Events, func(e engine.Event) bool { return strings.Contains(e.Detail, "lost connection with prefill") }) {
+			return fmt.Errorf("room did not fail through the heartbeat: %+v", rec.Events)
+		}
+		return gaugeIs(t.Context(), c.MetricsURLs()[1], engine.MetricDecodeTransferQueue, 0)
+	})
+	select {
+	case err := <-answer:
+		if err == nil {
+			t.Fatal("request succeeded without its prefill")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("client still waiting after decode failed the room")
+	}
+}

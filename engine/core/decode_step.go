@@ -291,3 +291,20 @@ func (d *Decode) Lens(rank int) DecodeLens {
 
 // Ranks returns the number of TP ranks.
 func (d *Decode) Ranks() int { return len(d.ranks) }
+
+// OnPrefillLost is the heartbeat's verdict that the prefill behind
+// bootstrap is gone: every room paired with it that has not finished its
+// transfer fails now instead of waiting for the waiting timeout.
+func (d *Decode) OnPrefillLost(now time.Time, bootstrap string) int {
+	n := 0
+	for _, req := range d.byRoom {
+		if req.Bootstrap != bootstrap || req.stage() == stageRunning || req.flipped {
+			continue
+		}
+		for _, rk := range d.ranks {
+			rk.status.Update(now, req.Room, Failed, WriterReceiver, "lost connection with prefill "+bootstrap)
+		}
+		n++
+	}
+	return n
+}
