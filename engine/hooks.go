@@ -66,6 +66,7 @@ type Gate struct {
 	closed  chan struct{} // non-nil while paused; closed on resume
 	held    int64
 	heldFor time.Duration
+	waiting map[*time.Time]struct{} // start of each actor held right now
 }
 
 // Pause closes the gate.
@@ -77,10 +78,16 @@ func (g *Gate) Pause() {
 	}
 }
 
-// Resume opens the gate and releases every held actor.
+// Resume opens the gate and releases every held actor, crediting their
+// hold time now so evidence read right after a heal is complete.
 func (g *Gate) Resume() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	now := time.Now()
+	for start := range g.waiting {
+		g.heldFor += now.Sub(*start)
+		delete(g.waiting, start)
+	}
 	if g.closed != nil {
 		close(g.closed)
 		g.closed = nil
@@ -103,8 +110,12 @@ func (g *Gate) Wait(ctx context.Context) error {
 		return nil
 	}
 	g.held++
-	g.mu.Unlock()
 	start := time.Now()
+	if g.waiting == nil {
+		g.waiting = map[*time.Time]struct{}{}
+	}
+	g.waiting[&start] = struct{}{}
+	g.mu.Unlock()
 	var err error
 	select {
 	case <-ch:
@@ -112,14 +123,22 @@ func (g *Gate) Wait(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	g.mu.Lock()
-	g.heldFor += time.Since(start)
+	if _, ok := g.waiting[&start]; ok { // not credited by Resume
+		g.heldFor += time.Since(start)
+		delete(g.waiting, &start)
+	}
 	g.mu.Unlock()
 	return err
 }
 
-// Stats returns how often and how long actors were held.
+// Stats returns how often and how long actors were held, including the
+// time of actors held right now.
 func (g *Gate) Stats() (held int64, heldFor time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.held, g.heldFor
+	heldFor = g.heldFor
+	for start := range g.waiting {
+		heldFor += time.Since(*start)
+	}
+	return g.held, heldFor
 }

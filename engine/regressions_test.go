@@ -86,7 +86,7 @@ func TestRegressionAbortBeforeStatus(t *testing.T) {
 		abortOn(t, decode, rid)
 		eventually(t, 10*time.Second, func() error {
 			rec, _, err := roomOn(t.Context(), prefill, room)
-			if err != nil || rec.State != "Failed" {
+			if err != nil || !hasEvent(rec, "abort-received") {
 				return fmt.Errorf("ABORT not yet applied at prefill (state %q): %v", rec.State, err)
 			}
 			return nil

@@ -149,7 +149,12 @@ func (rt *Router) dispatch(r *http.Request, req GenerateRequest) (*http.Response
 		case <-pctx.Done():
 		}
 	}()
-	done := func() { close(answered) }
+	done := func() {
+		if r.Context().Err() != nil {
+			cancelPrefill() // the client left before its answer was complete
+		}
+		close(answered)
+	}
 	resp, err := rt.post(r.Context(), rt.rc.DecodeHTTP, db)
 	if err != nil {
 		return nil, done, err

@@ -244,6 +244,12 @@ func (p *Prefill) onMetadata(now time.Time, rank int, frames [][]byte) error {
 		return err
 	}
 	r := p.ranks[rank]
+	if _, owned := p.byRoom[m.Room]; !owned && !r.status.Has(m.Room) && r.status.isTombstoned(m.Room) {
+		// Metadata for a room decode already aborted: keep nothing, or the
+		// room would be reopened just to be swept later.
+		p.hist.Note(now, m.Room, "prefill", rank, "metadata-after-abort", "ignored: room aborted earlier")
+		return nil
+	}
 	peer, ok := r.peers[m.AgentName]
 	if !ok {
 		return fmt.Errorf("%w: metadata for room %d from unregistered agent %q", ErrMalformed, m.Room, m.AgentName)
@@ -259,6 +265,14 @@ func (p *Prefill) onAbort(now time.Time, rank int, a Abort) {
 	p.hist.Note(now, a.Room, "prefill", rank, "abort-received", "ABORT from decode")
 	if r.status.Check(a.Room) != Success || !r.status.Has(a.Room) {
 		r.status.Update(now, a.Room, Failed, WriterBootstrap, "decode ABORT")
+	}
+	if _, owned := p.byRoom[a.Room]; !owned && r.status.Has(a.Room) && p.backstops() {
+		// A room only decode's messages created (no request here): nothing
+		// will consume its verdict, so clear it now; the tombstone stops a
+		// late request or metadata from reopening it.
+		delete(r.infos, a.Room)
+		r.status.Clear(now, a.Room, "aborted before its request arrived")
+		r.status.Tombstone(now, a.Room)
 	}
 	if p.holding(rank, a.Room) {
 		r.pendingAck[a.Room] = a

@@ -1,0 +1,390 @@
+package enginetest_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	pmodel "github.com/prometheus/common/model"
+	"go.uber.org/goleak"
+
+	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/model"
+)
+
+// noLeaks must be the first call of a test: its cleanup, registered first,
+// runs last, after the cluster and every injector have closed.
+func noLeaks(t *testing.T, extra ...goleak.Option) {
+	t.Helper()
+	opts := append([]goleak.Option{goleak.IgnoreCurrent()}, extra...)
+	t.Cleanup(func() { goleak.VerifyNone(t, opts...) })
+}
+
+// startCluster starts the in-process engine and closes it when the test ends.
+func startCluster(t *testing.T, cfg engine.Config) *engine.Cluster {
+	t.Helper()
+	c, err := engine.StartCluster(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(context.Background()); err != nil {
+			t.Errorf("close cluster: %v", err)
+		}
+	})
+	return c
+}
+
+// shortDeadlines makes the fixed engine's backstops (bootstrap, inflight,
+// waiting, ack) fire after a second, so lost messages heal quickly.
+func shortDeadlines(cfg engine.Config) engine.Config {
+	cfg.BootstrapTimeout, cfg.InflightTimeout, cfg.WaitingTimeout, cfg.AckTimeout = time.Second, time.Second, time.Second, time.Second
+	return cfg
+}
+
+// eventually polls cond until it returns nil or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, cond func() error) {
+	t.Helper()
+	if err := poll(t.Context(), timeout, cond); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func poll(ctx context.Context, timeout time.Duration, cond func() error) error {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("condition not met within %v: %w", timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// consistently checks cond on every poll for the whole window.
+func consistently(t *testing.T, window time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(window)
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := cond(); err != nil {
+			t.Fatalf("condition stopped holding: %v", err)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		<-tick.C
+	}
+}
+
+func getJSON(ctx context.Context, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: status %d", url, resp.StatusCode)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+func roomsOf(ctx context.Context, base string) (engine.RoomsResponse, error) {
+	var r engine.RoomsResponse
+	err := getJSON(ctx, base+"/debug/rooms", &r)
+	return r, err
+}
+
+// roomOn returns a room's record on one engine and whether it is held.
+func roomOn(ctx context.Context, base string, room uint64) (engine.RoomRecord, bool, error) {
+	r, err := roomsOf(ctx, base)
+	if err != nil {
+		return engine.RoomRecord{}, false, err
+	}
+	for _, rec := range r.Held {
+		if rec.Room == room {
+			return rec, true, nil
+		}
+	}
+	for _, rec := range r.Cleared {
+		if rec.Room == room {
+			return rec, false, nil
+		}
+	}
+	return engine.RoomRecord{}, false, fmt.Errorf("room %d unknown to %s", room, r.Role)
+}
+
+func eventIndex(rec engine.RoomRecord, kinds ...string) int {
+	return slices.IndexFunc(rec.Events, func(e engine.Event) bool { return slices.Contains(kinds, e.Kind) })
+}
+
+func eventKinds(rec engine.RoomRecord) []string {
+	var out []string
+	for _, e := range rec.Events {
+		out = append(out, e.Kind+":"+e.State)
+	}
+	return out
+}
+
+func scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	tp := expfmt.NewTextParser(pmodel.UTF8Validation)
+	return tp.TextToMetricFamilies(resp.Body)
+}
+
+// gauge sums a metric (gauge or counter) over every rank at url.
+func gauge(ctx context.Context, url, name string) (float64, error) {
+	fams, err := scrape(ctx, url)
+	if err != nil {
+		return 0, err
+	}
+	f, ok := fams[name]
+	if !ok {
+		return 0, fmt.Errorf("metric %s missing at %s", name, url)
+	}
+	sum := 0.0
+	for _, m := range f.GetMetric() {
+		if m.Gauge != nil {
+			sum += m.GetGauge().GetValue()
+		} else if m.Counter != nil {
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum, nil
+}
+
+func gaugeIs(ctx context.Context, url, name string, want float64) error {
+	v, err := gauge(ctx, url, name)
+	if err != nil {
+		return err
+	}
+	if v != want {
+		return fmt.Errorf("%s = %v, want %v", name, v, want)
+	}
+	return nil
+}
+
+var queueGauges = []string{engine.MetricPrefillBootstrapQueue, engine.MetricPrefillInflightQueue,
+	engine.MetricDecodePreallocQueue, engine.MetricDecodeTransferQueue, engine.MetricRunning,
+	engine.MetricQueue, engine.MetricTokenUsage, engine.MetricAwaitingAck}
+
+// drained is nil once every queue gauge on every engine is 0, decode holds
+// no pages and no engine holds a room.
+func drained(ctx context.Context, c *engine.Cluster) error {
+	for _, u := range c.MetricsURLs() {
+		for _, g := range queueGauges {
+			if err := gaugeIs(ctx, u, g, 0); err != nil {
+				return fmt.Errorf("%s: %w", u, err)
+			}
+		}
+	}
+	for _, base := range c.EngineURLs() {
+		r, err := roomsOf(ctx, base)
+		if err != nil {
+			return err
+		}
+		if len(r.Held) > 0 {
+			return fmt.Errorf("%s holds %d rooms, first %d in state %s: %v", r.Role, len(r.Held), r.Held[0].Room, r.Held[0].State, eventKinds(r.Held[0]))
+		}
+	}
+	return nil
+}
+
+// prompt is a chat long enough to span several KV chunks.
+func prompt(tag string) []model.Message {
+	return []model.Message{
+		{Role: "system", Content: strings.Repeat("You are a coding agent working in a large repository. ", 20)},
+		{Role: "user", Content: "task " + tag + ": refactor the module and run the tests"},
+	}
+}
+
+// longText is a /generate prompt of a few hundred tokens.
+func longText(tag string) string {
+	return strings.Repeat(tag+" edits the parser and reruns the failing test suite ", 20)
+}
+
+// chatResult is what a streamed chat came back with.
+type chatResult struct {
+	text string
+	room uint64
+	err  error
+}
+
+// chat streams one chat completion through the router and returns the
+// concatenated content and the room the router chose.
+func chat(ctx context.Context, endpoint string, msgs []model.Message, maxTokens int) chatResult {
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	body, _ := json.Marshal(map[string]any{"model": "pdchaos-fake", "messages": msgs, "max_tokens": maxTokens, "stream": true})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/v1/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return chatResult{err: err}
+	}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return chatResult{err: err}
+	}
+	defer resp.Body.Close()
+	room, _ := strconv.ParseUint(resp.Header.Get("X-PD-Bootstrap-Room"), 10, 64)
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return chatResult{room: room, err: fmt.Errorf("status %d: %s", resp.StatusCode, b)}
+	}
+	var out strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || line == "" {
+			continue
+		}
+		if line == "[DONE]" {
+			return chatResult{text: out.String(), room: room}
+		}
+		var ev struct {
+			Choices []struct {
+				Delta struct{ Content string } `json:"delta"`
+			} `json:"choices"`
+			Error *struct{ Message string } `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			return chatResult{room: room, err: err}
+		}
+		if ev.Error != nil {
+			return chatResult{room: room, err: fmt.Errorf("stream error: %s", ev.Error.Message)}
+		}
+		for _, c := range ev.Choices {
+			out.WriteString(c.Delta.Content)
+		}
+	}
+	return chatResult{room: room, err: fmt.Errorf("stream ended without [DONE]: %v", sc.Err())}
+}
+
+// chatExact runs one chat and checks the answer is exactly the model's.
+func chatExact(ctx context.Context, endpoint string, msgs []model.Message, maxTokens int) error {
+	r := chat(ctx, endpoint, msgs, maxTokens)
+	if r.err != nil {
+		return r.err
+	}
+	if want := model.ExpectedChat(msgs, maxTokens); r.text != want {
+		return fmt.Errorf("room %d: answer %q, want %q", r.room, r.text, want)
+	}
+	return nil
+}
+
+// generate sends SGLang /generate through the router with a chosen rid and
+// room and returns the text.
+func generate(ctx context.Context, endpoint, rid string, room uint64, text string, maxTokens int) (string, error) {
+	body, _ := json.Marshal(engine.GenerateRequest{Rid: rid, Text: text, BootstrapRoom: &room,
+		SamplingParams: engine.SamplingParams{MaxNewTokens: maxTokens}})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/generate", bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("generate %s: status %d: %s", rid, resp.StatusCode, b)
+	}
+	var out engine.GenerateChunk
+	if err := json.Unmarshal(b, &out); err != nil {
+		return "", err
+	}
+	return out.Text, nil
+}
+
+// async runs f in a goroutine and returns a channel with its one result.
+// The test waits for it before it ends (cancelling ctx first).
+func async[T any](t *testing.T, f func(ctx context.Context) T) (<-chan T, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan T, 1)
+	done := make(chan struct{})
+	go func() { defer close(done); ch <- f(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ch, cancel
+}
+
+// recvWithin waits for a result, failing the test after timeout.
+func recvWithin[T any](t *testing.T, ch <-chan T, timeout time.Duration) T {
+	t.Helper()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("no result within %v", timeout)
+		panic("unreachable")
+	}
+}
+
+// notDone reports an error if ch already has a result.
+func notDone[T any](ch <-chan T) error {
+	select {
+	case v := <-ch:
+		return fmt.Errorf("finished while the fault was active: %+v", v)
+	default:
+		return nil
+	}
+}
+
+// healthyAfter is the check every test ends with: once the fault is healed,
+// the engine holds nothing, a fresh request completes with exactly the
+// model's answer, and the gauges drain to 0 again.
+func healthyAfter(t *testing.T, c *engine.Cluster, drainWithin time.Duration) {
+	t.Helper()
+	eventually(t, drainWithin, func() error { return drained(t.Context(), c) })
+	if err := c.Health(t.Context()); err != nil {
+		t.Fatalf("health after heal: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	fresh := []model.Message{{Role: "user", Content: "a fresh request after the fault healed"}} // short: fits a slow prefill's deadlines
+	if err := chatExact(ctx, c.Endpoint(), fresh, 8); err != nil {
+		t.Fatalf("fresh request after heal: %v", err)
+	}
+	eventually(t, drainWithin, func() error { return drained(t.Context(), c) })
+}

@@ -1,0 +1,186 @@
+package enginetest_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/faults/protocol"
+)
+
+// heldRoom waits until prefill holds exactly one room and returns it.
+func heldRoom(t *testing.T, c *engine.Cluster) uint64 {
+	t.Helper()
+	var room uint64
+	eventually(t, 10*time.Second, func() error {
+		r, err := roomsOf(t.Context(), c.EngineURLs()[0])
+		if err != nil {
+			return err
+		}
+		if len(r.Held) != 1 {
+			return fmt.Errorf("prefill holds %d rooms, want 1", len(r.Held))
+		}
+		room = r.Held[0].Room
+		return nil
+	})
+	return room
+}
+
+// The headline race: decode's ABORT for a room overtakes that room's
+// metadata. The client goes away while prefill is still bootstrapping the
+// room; the frame proxy holds the metadata until the ABORT has passed.
+// Prefill's history shows the ABORT before the metadata, and the fixed
+// engine still clears every room, well before its deadlines could.
+func TestProtocolAbortBeforeMetadata(t *testing.T) {
+	noLeaks(t)
+	c := startCluster(t, shortDeadlines(engine.Config{PrefillTokensPerSec: 200}))
+	f := &protocol.AbortBeforeMetadata{Link: "control/0"}
+	heal := inject(t, c, f)
+
+	res, cancel := async(t, func(ctx context.Context) chatResult { return chat(ctx, c.Endpoint(), prompt("abm"), 50) })
+	room := heldRoom(t, c)
+	eventually(t, 10*time.Second, func() error {
+		if ev := f.Evidence(); ev.Counters["held"] < 1 {
+			return fmt.Errorf("metadata not held yet: %+v", ev.Counters)
+		}
+		return nil
+	})
+	if err := notDone(res); err != nil {
+		t.Fatal(err)
+	}
+	cancel() // the client leaves during prefill
+	recvWithin(t, res, 10*time.Second)
+
+	prefill := c.EngineURLs()[0]
+	// The room's record on prefill (the cleared one: a reopened record for
+	// the same room may be held meanwhile) shows the ABORT, or the
+	// tombstone it leaves for an absent room, before the metadata.
+	eventually(t, 10*time.Second, func() error {
+		r, err := roomsOf(t.Context(), prefill)
+		if err != nil {
+			return err
+		}
+		var seen [][]string
+		for _, rec := range append(r.Cleared, r.Held...) {
+			if rec.Room != room {
+				continue
+			}
+			a, m := eventIndex(rec, "abort-received", "abort-tombstone"), eventIndex(rec, "metadata", "metadata-after-abort")
+			if a >= 0 && m >= 0 && a < m {
+				t.Logf("prefill room %d (cleared=%v): %v", room, rec.Cleared, eventKinds(rec))
+				return nil
+			}
+			seen = append(seen, eventKinds(rec))
+		}
+		return fmt.Errorf("room %d: no record with the ABORT before the metadata: %v", room, seen)
+	})
+	ev := f.Evidence()
+	if !ev.Effective || ev.Counters["reordered"] < 1 || ev.Counters["seen_abort"] < 1 {
+		t.Errorf("evidence does not show the reorder: %+v", ev)
+	}
+	// The fixed engine ends every room cleared, on both sides.
+	eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
+	for _, base := range c.EngineURLs() {
+		rec, held, err := roomOn(t.Context(), base, room)
+		if err != nil || held || !rec.Cleared || rec.LastState != "Failed" {
+			t.Errorf("%s: room %d want cleared after Failed, got held=%v %+v (%v)", base, room, held, rec, err)
+		}
+	}
+	mustHeal(t, f, heal)
+	healthyAfter(t, c, 10*time.Second)
+}
+
+// Delayed registrations and metadata slow requests by at least the delay
+// and change nothing else.
+func TestProtocolDelayMessages(t *testing.T) {
+	noLeaks(t)
+	c := startCluster(t, engine.Config{})
+	const delay = 250 * time.Millisecond
+	f := &protocol.DelayMessages{Link: "control/0", Kinds: []protocol.Kind{protocol.KindRegistration, protocol.KindMetadata}, Min: delay, Max: delay}
+	heal := inject(t, c, f)
+	for i := range 2 {
+		start := time.Now()
+		if err := chatExact(t.Context(), c.Endpoint(), prompt(fmt.Sprintf("delay-%d", i)), 8); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if took := time.Since(start); took < delay {
+			t.Errorf("request %d took %v with metadata delayed %v", i, took, delay)
+		}
+	}
+	mustHeal(t, f, heal)
+	ev := f.Evidence()
+	if !ev.Effective || ev.Counters["delayed"] < 2 || ev.Counters["seen_metadata"] < 2 {
+		t.Errorf("evidence: want >= 2 metadata delayed: %+v", ev)
+	}
+	t.Logf("evidence %+v", ev.Counters)
+	healthyAfter(t, c, 10*time.Second)
+}
+
+// Lost ABORTs: the client leaves during prefill, decode's ABORT never
+// reaches prefill, so no ABORT_ACK comes back. The fixed engine still
+// drains: prefill retires the room when its own request ends, decode frees
+// the pages after the ack timeout.
+func TestProtocolDropAbort(t *testing.T) {
+	noLeaks(t)
+	c := startCluster(t, shortDeadlines(engine.Config{PrefillTokensPerSec: 200}))
+	f := &protocol.Drop{Link: "control/0", Kinds: []protocol.Kind{protocol.KindAbort}}
+	heal := inject(t, c, f)
+
+	res, cancel := async(t, func(ctx context.Context) chatResult { return chat(ctx, c.Endpoint(), prompt("drop"), 50) })
+	room := heldRoom(t, c)
+	cancel()
+	recvWithin(t, res, 10*time.Second)
+	eventually(t, 10*time.Second, func() error {
+		if ev := f.Evidence(); ev.Counters["dropped"] < 1 {
+			return fmt.Errorf("no ABORT dropped yet: %+v", ev.Counters)
+		}
+		return nil
+	})
+	eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
+	rec, _, err := roomOn(t.Context(), c.EngineURLs()[0], room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := eventIndex(rec, "abort-received", "abort-tombstone"); i >= 0 {
+		t.Errorf("prefill received the ABORT the proxy dropped: %v", eventKinds(rec))
+	}
+	t.Logf("prefill room %d: %v", room, eventKinds(rec))
+	if drec, _, err := roomOn(t.Context(), c.EngineURLs()[1], room); err == nil {
+		t.Logf("decode room %d: %v", room, eventKinds(drec))
+		if eventIndex(drec, "abort-ack") >= 0 {
+			t.Errorf("decode got an ABORT_ACK for an ABORT prefill never saw: %v", eventKinds(drec))
+		}
+	}
+	mustHeal(t, f, heal)
+	if ev := f.Evidence(); !ev.Effective {
+		t.Errorf("evidence: %+v", ev)
+	}
+	healthyAfter(t, c, 10*time.Second)
+}
+
+// Duplicated metadata is harmless: answers stay exact, nothing leaks.
+func TestProtocolDuplicateMetadata(t *testing.T) {
+	noLeaks(t)
+	c := startCluster(t, engine.Config{})
+	f := &protocol.Duplicate{Link: "control/0", Kinds: []protocol.Kind{protocol.KindMetadata}}
+	heal := inject(t, c, f)
+	for i := range 3 {
+		text := longText(fmt.Sprintf("dup%d", i))
+		got, err := generate(t.Context(), c.Endpoint(), fmt.Sprintf("dup-%d", i), uint64(4000+i), text, 8)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if want := model.Expected(text, 8); got != want {
+			t.Fatalf("request %d: answer %q, want %q", i, got, want)
+		}
+	}
+	eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
+	mustHeal(t, f, heal)
+	if ev := f.Evidence(); !ev.Effective || ev.Counters["duplicated"] < 3 {
+		t.Errorf("evidence: want >= 3 duplicated: %+v", ev)
+	}
+	healthyAfter(t, c, 10*time.Second)
+}
