@@ -1,6 +1,235 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
 
-// addCommands registers the harness commands (run, soak, watch, repro).
-func addCommands(root *cobra.Command) {}
+	"github.com/spf13/cobra"
+
+	"github.com/pdchaos/pdchaos/harness"
+	"github.com/pdchaos/pdchaos/suites/scenarios"
+)
+
+// addCommands registers the harness commands (run, soak, watch, faults).
+func addCommands(root *cobra.Command) {
+	root.AddCommand(newRunCmd(), newSoakCmd(), newWatchCmd(), newFaultsCmd())
+}
+
+// targetFlags choose and describe the target of run and soak.
+type targetFlags struct {
+	kind        string
+	router      string
+	metrics     []string
+	engines     []string
+	debugHooks  bool
+	allowRemote bool
+	checkAnswer bool
+	results     string
+}
+
+func (f *targetFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.kind, "target", "", "bundled (in-process engine), procs (engine as role processes) or external; empty: the scenario's")
+	fl.StringVar(&f.router, "router", "", "external: router base URL")
+	fl.StringSliceVar(&f.metrics, "metrics", nil, "external: engine /metrics URL (repeatable)")
+	fl.StringSliceVar(&f.engines, "engine-url", nil, "external: engine base URL serving /debug/rooms (optional, repeatable)")
+	fl.BoolVar(&f.debugHooks, "debug-hooks", false, "external: engines serve /debug/hooks (the bundled engine does)")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow non-loopback target addresses")
+	fl.BoolVar(&f.checkAnswer, "check-answers", false, "external: check answers against pdchaos's fake model")
+	fl.StringVar(&f.results, "results", "runs", "directory for run directories")
+}
+
+// source builds the target source for a scenario.
+func (f *targetFlags) source(sc *harness.Scenario, errw io.Writer) (harness.TargetSource, bool, error) {
+	kind := f.kind
+	if kind == "" {
+		kind = sc.Target
+	}
+	switch kind {
+	case "", "bundled":
+		return harness.Bundled{}, false, nil
+	case "procs":
+		bin, err := os.Executable()
+		if err != nil {
+			return nil, false, fmt.Errorf("procs target: find the pdchaos binary: %w", err)
+		}
+		return harness.ProcsSource{Bin: bin, Log: io.Discard}, false, nil
+	case "external":
+		addrs := append([]string{f.router}, f.metrics...)
+		addrs = append(addrs, f.engines...)
+		for i, a := range addrs {
+			addrs[i] = hostOf(a)
+		}
+		if err := checkLoopback(f.allowRemote, "target address", addrs...); err != nil {
+			return nil, false, err
+		}
+		ext := &harness.External{Router: f.router, Metrics: f.metrics, Engines: f.engines, DebugHooks: f.debugHooks}
+		if err := ext.Validate(); err != nil {
+			return nil, false, err
+		}
+		return harness.ExternalSource{Target: ext}, !f.checkAnswer, nil
+	}
+	return nil, false, fmt.Errorf("--target %q: want bundled, procs or external", kind)
+}
+
+// hostOf strips a URL down to host:port for checkLoopback.
+func hostOf(u string) string {
+	u = strings.TrimPrefix(strings.TrimPrefix(u, "http://"), "https://")
+	if i := strings.IndexByte(u, '/'); i >= 0 {
+		u = u[:i]
+	}
+	return u
+}
+
+// loadScenario reads a file or a preset name.
+func loadScenario(name string) (*harness.Scenario, error) {
+	return harness.LoadScenario(name, scenarios.FS)
+}
+
+func newRunCmd() *cobra.Command {
+	var tf targetFlags
+	var seed uint64
+	cmd := &cobra.Command{
+		Use:   "run SCENARIO|PRESET",
+		Short: "Run one scenario, judge it, write runs/<scenario>-<seed>-<time>/ and exit 0 pass, 1 violation, 2 inconclusive, 3 harness error",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := loadScenario(args[0])
+			if err != nil {
+				return &exitError{exitHarness, err}
+			}
+			src, noCheck, err := tf.source(sc, cmd.ErrOrStderr())
+			if err != nil {
+				return &exitError{exitHarness, err}
+			}
+			res, err := runOne(cmd.Context(), cmd.OutOrStdout(), sc, seed, src, noCheck, tf.results)
+			if err != nil {
+				return &exitError{exitHarness, err}
+			}
+			if res.ExitCode != exitPass {
+				return &exitError{res.ExitCode, res.Err()}
+			}
+			return nil
+		},
+	}
+	tf.register(cmd)
+	cmd.Flags().Uint64Var(&seed, "seed", 0, "seed for agents, load and faults (0: the scenario's, else a fresh one)")
+	return cmd
+}
+
+// runOne runs a scenario with a live status line and prints the verdict table.
+func runOne(ctx context.Context, out io.Writer, sc *harness.Scenario, seed uint64, src harness.TargetSource,
+	noCheck bool, results string) (*harness.Result, error) {
+	st := newStatusLine(out)
+	defer st.done()
+	res, err := harness.Run(ctx, harness.RunOptions{Scenario: sc, Seed: seed, Source: src, ResultsDir: results,
+		NoAnswerCheck: noCheck,
+		Progress: func(p harness.Progress) {
+			st.set(fmt.Sprintf("%s seed %d  %-8s %5.1fs  req %d ok %d cancel %d err %d hung %d  faults %d  busy %g  wedges %d",
+				p.Scenario, p.Seed, p.Phase, p.Elapsed.Seconds(), p.Agents.Started, p.Agents.Completed,
+				p.Agents.Cancelled(), p.Agents.Errors, p.Agents.Hung, p.Faults, p.Busy, p.Wedges))
+		},
+		OnWedge: func(w harness.Wedge) { st.line(w.String()) },
+	})
+	st.done()
+	if err != nil {
+		return nil, err
+	}
+	res.PrintTable(out)
+	return res, nil
+}
+
+func newWatchCmd() *cobra.Command {
+	var (
+		metrics     []string
+		window      time.Duration
+		interval    time.Duration
+		forD        time.Duration
+		allowRemote bool
+	)
+	cmd := &cobra.Command{
+		Use:   "watch --metrics URL...",
+		Short: "Watch a deployment's metrics and exit 1 at the first wedge (a PD gauge stuck > 0 with no progress)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(metrics) == 0 {
+				return &exitError{exitHarness, errors.New("watch: give at least one --metrics URL")}
+			}
+			hosts := make([]string, len(metrics))
+			for i, m := range metrics {
+				hosts[i] = hostOf(m)
+			}
+			if err := checkLoopback(allowRemote, "--metrics", hosts...); err != nil {
+				return &exitError{exitHarness, err}
+			}
+			ctx := cmd.Context()
+			if forD > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, forD)
+				defer cancel()
+			}
+			ctx, stop := context.WithCancelCause(ctx)
+			defer stop(nil)
+			out := cmd.OutOrStdout()
+			var wedged []harness.Wedge
+			err := harness.Watch(ctx, metrics, interval, window, time.Now(), func(w harness.Wedge) {
+				fmt.Fprintln(out, w)
+				wedged = append(wedged, w)
+				stop(errors.New("wedged"))
+			}, func(err error) { fmt.Fprintln(cmd.ErrOrStderr(), "watch:", err) })
+			if err != nil {
+				return &exitError{exitHarness, err}
+			}
+			if len(wedged) > 0 {
+				return &exitError{exitViolation, fmt.Errorf("%s", wedged[0])}
+			}
+			fmt.Fprintln(out, "no wedge")
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&metrics, "metrics", nil, "engine /metrics URL (repeatable)")
+	fl.DurationVar(&window, "window", 10*time.Second, "how long a gauge may sit above 0 with no progress")
+	fl.DurationVar(&interval, "interval", 250*time.Millisecond, "scrape period")
+	fl.DurationVar(&forD, "for", 0, "stop after this long (0: until Ctrl-C or a wedge)")
+	fl.BoolVar(&allowRemote, "allow-remote", false, "allow non-loopback metrics URLs")
+	return cmd
+}
+
+func newFaultsCmd() *cobra.Command {
+	faultsCmd := &cobra.Command{Use: "faults", Short: "Fault utilities"}
+	var engines []string
+	var allowRemote bool
+	reset := &cobra.Command{
+		Use:   "reset --engine-url URL...",
+		Short: "Clear what a crashed run left on a target: resume every paused engine hook",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(engines) == 0 {
+				return &exitError{exitHarness, errors.New("faults reset: give at least one --engine-url")}
+			}
+			hosts := make([]string, len(engines))
+			for i, e := range engines {
+				hosts[i] = hostOf(e)
+			}
+			if err := checkLoopback(allowRemote, "--engine-url", hosts...); err != nil {
+				return &exitError{exitHarness, err}
+			}
+			t := &harness.External{Router: "http://unused", Metrics: []string{"unused"}, Engines: engines, DebugHooks: true}
+			if err := harness.ResetTarget(cmd.Context(), t); err != nil {
+				return &exitError{exitHarness, err}
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "reset: every engine hook resumed")
+			return nil
+		},
+	}
+	reset.Flags().StringSliceVar(&engines, "engine-url", nil, "engine base URL serving /debug/hooks (repeatable)")
+	reset.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow non-loopback engine URLs")
+	faultsCmd.AddCommand(reset)
+	return faultsCmd
+}

@@ -1,0 +1,221 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/faults"
+	"github.com/pdchaos/pdchaos/faults/hooks"
+)
+
+// External is a deployment the harness does not own, described only by
+// URLs: any SGLang-style PD deployment (or the bundled engine reached through
+// its public endpoints). It supports client faults always, engine hooks when
+// Hooks is set (the bundled engine's /debug/hooks), process faults when PIDs
+// are given (same host), and no network or protocol faults: it cannot be told
+// to route a link through a proxy (see docs/sglang.md for the bootstrap
+// rewriter that does that by hand).
+type External struct {
+	// Router is the router's base URL, e.g. http://127.0.0.1:8000.
+	Router string `json:"router" yaml:"router"`
+	// Metrics lists each engine's /metrics URL.
+	Metrics []string `json:"metrics" yaml:"metrics"`
+	// Engines lists engine base URLs serving /debug/rooms (optional).
+	Engines []string `json:"engines,omitempty" yaml:"engines,omitempty"`
+	// DebugHooks enables engine-hook faults through /debug/hooks on Engines.
+	DebugHooks bool `json:"debug_hooks,omitempty" yaml:"debug_hooks,omitempty"`
+	// PIDs maps a role to its process id on this host, for SIGSTOP faults
+	// (restart is not possible: the harness did not start the process).
+	PIDs map[string]int `json:"pids,omitempty" yaml:"pids,omitempty"`
+}
+
+var _ Target = (*External)(nil)
+
+// Validate names the first missing or bad field.
+func (e *External) Validate() error {
+	if e.Router == "" {
+		return errors.New("external target: field router: empty")
+	}
+	if !strings.HasPrefix(e.Router, "http://") && !strings.HasPrefix(e.Router, "https://") {
+		return fmt.Errorf("external target: field router: %q is not an http(s) URL", e.Router)
+	}
+	if len(e.Metrics) == 0 {
+		return errors.New("external target: field metrics: at least one /metrics URL is needed")
+	}
+	if e.DebugHooks && len(e.Engines) == 0 {
+		return errors.New("external target: field debug_hooks: needs engines (base URLs serving /debug/hooks)")
+	}
+	return nil
+}
+
+// Endpoint is the router URL.
+func (e *External) Endpoint() string { return strings.TrimRight(e.Router, "/") }
+
+// MetricsURLs is Metrics.
+func (e *External) MetricsURLs() []string { return e.Metrics }
+
+// EngineURLs is Engines (may be empty).
+func (e *External) EngineURLs() []string { return e.Engines }
+
+// Links is empty: an external deployment cannot be re-routed by the harness.
+func (e *External) Links() []engine.Link { return nil }
+
+// Interpose is unsupported.
+func (e *External) Interpose(_ context.Context, link, _ string) (engine.Restore, error) {
+	return nil, fmt.Errorf("interpose on link %q: %w: an external deployment cannot be re-routed (start it with its bootstrap address pointing at a pdchaos proxy)", link, faults.ErrUnsupported)
+}
+
+// Hooks speaks /debug/hooks to every engine when enabled.
+func (e *External) Hooks() (engine.Hooks, error) {
+	if !e.DebugHooks || len(e.Engines) == 0 {
+		return nil, fmt.Errorf("engine hooks: %w: not enabled for this external target", faults.ErrUnsupported)
+	}
+	var m multiHooks
+	for _, u := range e.Engines {
+		m = append(m, &hooks.HooksClient{BaseURL: strings.TrimRight(u, "/")})
+	}
+	return m, nil
+}
+
+// Processes gives SIGSTOP/SIGCONT over the given PIDs; Restart is unsupported.
+func (e *External) Processes() (engine.Processes, error) {
+	if len(e.PIDs) == 0 {
+		return nil, fmt.Errorf("process control: %w: no pids given for this external target", faults.ErrUnsupported)
+	}
+	return pidProcesses(e.PIDs), nil
+}
+
+// Health GETs the router's /health.
+func (e *External) Health(ctx context.Context) error {
+	return getOK(ctx, e.Endpoint()+"/health")
+}
+
+// Close does nothing: the harness does not own an external deployment.
+func (e *External) Close(context.Context) error { return nil }
+
+// ExternalSource opens an External target.
+type ExternalSource struct{ Target *External }
+
+// Kind is "external".
+func (ExternalSource) Kind() string { return "external" }
+
+// Open validates the URLs and checks the router answers.
+func (s ExternalSource) Open(ctx context.Context, _ engine.Config) (Target, error) {
+	if err := s.Target.Validate(); err != nil {
+		return nil, err
+	}
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.Target.Health(hctx); err != nil {
+		return nil, fmt.Errorf("open external target: %w", err)
+	}
+	return s.Target, nil
+}
+
+// InProcess is false.
+func (ExternalSource) InProcess() bool { return false }
+
+// SetsEngine is false: regressions and timeouts belong to the deployment.
+func (ExternalSource) SetsEngine() bool { return false }
+
+// getOK GETs url and wants 200.
+func getOK(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("health %s: %w", url, err)
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("health %s: %w", url, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("health %s: status %d", url, resp.StatusCode)
+	}
+	return nil
+}
+
+// multiHooks fans hook calls out to several engines.
+type multiHooks []engine.Hooks
+
+func (m multiHooks) Pause(ctx context.Context, spec engine.HookSpec) error {
+	matched := 0
+	var unknown error
+	for _, h := range m {
+		err := h.Pause(ctx, spec)
+		switch {
+		case err == nil:
+			matched++
+		case errors.Is(err, engine.ErrUnknownHook):
+			unknown = err
+		default:
+			return err
+		}
+	}
+	if matched == 0 && unknown != nil {
+		return unknown
+	}
+	return nil
+}
+
+func (m multiHooks) Resume(ctx context.Context, spec engine.HookSpec) error {
+	var errs []error
+	for _, h := range m {
+		if err := h.Resume(ctx, spec); err != nil && !errors.Is(err, engine.ErrUnknownHook) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m multiHooks) ResumeAll(ctx context.Context) error {
+	var errs []error
+	for _, h := range m {
+		errs = append(errs, h.ResumeAll(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func (m multiHooks) State(ctx context.Context) ([]engine.HookState, error) {
+	var out []engine.HookState
+	for _, h := range m {
+		s, err := h.State(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s...)
+	}
+	return out, nil
+}
+
+// pidProcesses is engine.Processes over fixed pids, without restart.
+type pidProcesses map[string]int
+
+func (p pidProcesses) Roles() []string {
+	var out []string
+	for _, r := range []string{"router", "prefill", "decode"} {
+		if _, ok := p[r]; ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (p pidProcesses) PID(role string) (int, error) {
+	pid, ok := p[role]
+	if !ok {
+		return 0, fmt.Errorf("process %s: %w: no pid given", role, faults.ErrUnsupported)
+	}
+	return pid, nil
+}
+
+func (p pidProcesses) Restart(_ context.Context, role string) error {
+	return fmt.Errorf("restart %s: %w: the harness did not start this process", role, faults.ErrUnsupported)
+}

@@ -1,0 +1,104 @@
+package harness
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine"
+)
+
+// TestExternalOnProcs is must-show 3: the engine runs as three processes
+// and the harness reaches it through the external target, by URL only (no
+// /debug/rooms, no hooks). slots-released, liveness and client-outcomes
+// still judge: pass on the fixed engine, fail on bootstrap-thread-death and
+// decode-abort-leak.
+func TestExternalOnProcs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts engine processes")
+	}
+	t.Parallel()
+	for _, tc := range []struct {
+		regression string
+		fail       string
+	}{
+		{"", ""},
+		{"bootstrap-thread-death", CheckLiveness},
+		{"decode-abort-leak", CheckSlotsReleased},
+	} {
+		t.Run("regression="+tc.regression, func(t *testing.T) {
+			t.Parallel()
+			sc := preset(t, "abort-storm")
+			cfg := sc.Engine
+			if tc.regression != "" {
+				cfg.Regressions = []string{tc.regression}
+			}
+			procs, err := StartProcs(t.Context(), pdchaosBin, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := procs.Close(ctx); err != nil {
+					t.Error(err)
+				}
+			})
+			ext := &External{Router: procs.Endpoint(), Metrics: procs.MetricsURLs()}
+			res, err := Run(t.Context(), RunOptions{Scenario: sc, Seed: 5, ResultsDir: t.TempDir(), Source: ExternalSource{Target: ext}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []string{CheckSlotsReleased, CheckLiveness, CheckClientOutcomes} {
+				c, _ := res.Checks.Get(n)
+				want := Pass
+				if n == tc.fail {
+					want = Fail
+				}
+				if c.Status != want && !(tc.fail != "" && c.Status == Fail) {
+					t.Errorf("%s: %s (%s), want %s", n, c.Status, c.Summary, want)
+				}
+			}
+			if c, _ := res.Checks.Get(CheckRoomsTerminal); c.Status != Skip {
+				t.Errorf("rooms-terminal: %s, want skip on a URL-only target", c.Status)
+			}
+			want := Pass
+			if tc.fail != "" {
+				want = Fail
+			}
+			if res.Verdict != want {
+				t.Fatalf("verdict %s, want %s: %v", res.Verdict, want, res.Err())
+			}
+		})
+	}
+}
+
+// TestProcsRestartSameAddresses: a killed role comes back on its addresses.
+func TestProcsRestartSameAddresses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts engine processes")
+	}
+	t.Parallel()
+	procs, err := StartProcs(t.Context(), pdchaosBin, engine.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer procs.Close(context.Background())
+	before, _ := procs.PID("decode")
+	urls := procs.EngineURLs()
+	if err := procs.Restart(t.Context(), "decode"); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := procs.PID("decode")
+	if after == before || procs.EngineURLs()[1] != urls[1] {
+		t.Fatalf("pid %d→%d urls %v→%v", before, after, urls, procs.EngineURLs())
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := procs.Health(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := RequireLayers(procs, nil); err != nil {
+		t.Fatal(err)
+	}
+}

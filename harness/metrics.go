@@ -1,0 +1,109 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/pdchaos/pdchaos/engine"
+)
+
+// SlotGauges are the gauges that must return to 0 once a PD deployment is
+// idle: every PD queue, running and waiting requests, and pages held for an
+// ACK. A wedge is one of these stuck above 0.
+func SlotGauges() []string {
+	return []string{engine.MetricPrefillBootstrapQueue, engine.MetricPrefillInflightQueue,
+		engine.MetricDecodePreallocQueue, engine.MetricDecodeTransferQueue, engine.MetricRunning,
+		engine.MetricQueue, engine.MetricAwaitingAck}
+}
+
+// ProgressCounters are counters whose movement means the engine is doing
+// work, so a gauge that sits still beside them is not (yet) a wedge.
+func ProgressCounters() []string {
+	return []string{engine.MetricGenerationTokens, engine.MetricRequests,
+		engine.MetricBootstrapFailed, engine.MetricTransferFailed}
+}
+
+// Scrape is one engine's metrics at one moment, each family summed over its
+// label sets (ranks). Err is set when the scrape failed.
+type Scrape struct {
+	Gauges   map[string]float64 `json:"gauges,omitempty"`
+	Counters map[string]float64 `json:"counters,omitempty"`
+	Err      string             `json:"error,omitempty"`
+}
+
+// ParseMetrics reads the Prometheus text format into a Scrape.
+func ParseMetrics(r io.Reader) (Scrape, error) {
+	tp := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := tp.TextToMetricFamilies(r)
+	if err != nil {
+		return Scrape{}, fmt.Errorf("parse metrics: %w", err)
+	}
+	s := Scrape{Gauges: map[string]float64{}, Counters: map[string]float64{}}
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				s.Counters[name] += m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				s.Gauges[name] += m.GetGauge().GetValue()
+			case dto.MetricType_UNTYPED:
+				if strings.HasSuffix(name, "_total") {
+					s.Counters[name] += m.GetUntyped().GetValue()
+				} else {
+					s.Gauges[name] += m.GetUntyped().GetValue()
+				}
+			}
+		}
+	}
+	return s, nil
+}
+
+// scrapeURL GETs a /metrics URL and parses it.
+func scrapeURL(ctx context.Context, c *http.Client, url string) (Scrape, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return Scrape{}, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return Scrape{}, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Scrape{}, fmt.Errorf("scrape %s: status %d", url, resp.StatusCode)
+	}
+	s, err := ParseMetrics(resp.Body)
+	if err != nil {
+		return Scrape{}, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	return s, nil
+}
+
+// fetchRooms GETs base/debug/rooms.
+func fetchRooms(ctx context.Context, c *http.Client, base string) (engine.RoomsResponse, error) {
+	var rr engine.RoomsResponse
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/debug/rooms", nil)
+	if err != nil {
+		return rr, fmt.Errorf("rooms %s: %w", base, err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return rr, fmt.Errorf("rooms %s: %w", base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return rr, fmt.Errorf("rooms %s: status %d", base, resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&rr); err != nil {
+		return rr, fmt.Errorf("rooms %s: decode: %w", base, err)
+	}
+	return rr, nil
+}

@@ -1,0 +1,336 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/faults"
+	"github.com/pdchaos/pdchaos/faults/hooks"
+)
+
+// ProcTarget is the bundled engine run as three role processes (`pdchaos
+// engine --role …`), so process faults (SIGSTOP, SIGKILL + restart) act on
+// real processes. A role restarts on the same addresses, as a supervisor
+// would restart it. Links are listed for information only; Interpose is
+// unsupported (the link table lives inside each process).
+type ProcTarget struct {
+	bin  string
+	cfg  engine.Config
+	logw io.Writer
+
+	mu      sync.Mutex
+	procs   map[string]*roleProc
+	prefill engine.PrefillAddrs
+	decode  engine.DecodeAddrs
+	router  string
+}
+
+// roleProc is one running role; done closes when Wait returns.
+type roleProc struct {
+	cmd  *exec.Cmd
+	args []string
+	done chan struct{}
+}
+
+var _ Target = (*ProcTarget)(nil)
+
+// readyLine is the one JSON line a role prints when it serves.
+type readyLine struct {
+	Role    string              `json:"role"`
+	Prefill engine.PrefillAddrs `json:"prefill"`
+	Decode  engine.DecodeAddrs  `json:"decode"`
+	Router  string              `json:"router"`
+	PID     int                 `json:"pid"`
+}
+
+// StartProcs starts prefill, decode and router from the pdchaos binary bin
+// with cfg, each on OS-chosen loopback ports; stderr of the roles goes to
+// logw (nil discards). Close stops them.
+func StartProcs(ctx context.Context, bin string, cfg engine.Config, logw io.Writer) (*ProcTarget, error) {
+	if logw == nil {
+		logw = io.Discard
+	}
+	t := &ProcTarget{bin: bin, cfg: cfg, logw: logw, procs: map[string]*roleProc{}}
+	fail := func(err error) (*ProcTarget, error) {
+		_ = t.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	rl, err := t.start(ctx, "prefill")
+	if err != nil {
+		return fail(err)
+	}
+	t.prefill = rl.Prefill
+	if rl, err = t.start(ctx, "decode"); err != nil {
+		return fail(err)
+	}
+	t.decode = rl.Decode
+	if rl, err = t.start(ctx, "router"); err != nil {
+		return fail(err)
+	}
+	t.router = rl.Router
+	return t, nil
+}
+
+// engineArgs turns cfg into `pdchaos engine` flags.
+func engineArgs(cfg engine.Config) []string {
+	a := []string{"engine"}
+	add := func(k, v string) { a = append(a, "--"+k+"="+v) }
+	if cfg.TP > 0 {
+		add("tp", strconv.Itoa(cfg.TP))
+	}
+	if cfg.TransferWorkers > 0 {
+		add("transfer-workers", strconv.Itoa(cfg.TransferWorkers))
+	}
+	if cfg.MaxNewTokens > 0 {
+		add("max-new-tokens", strconv.Itoa(cfg.MaxNewTokens))
+	}
+	if cfg.Pages > 0 {
+		add("pages", strconv.Itoa(cfg.Pages))
+	}
+	add("prefill-tokens-per-sec", strconv.FormatFloat(cfg.PrefillTokensPerSec, 'g', -1, 64))
+	add("decode-tokens-per-sec", strconv.FormatFloat(cfg.DecodeTokensPerSec, 'g', -1, 64))
+	for k, d := range map[string]time.Duration{"bootstrap-timeout": cfg.BootstrapTimeout,
+		"inflight-timeout": cfg.InflightTimeout, "waiting-timeout": cfg.WaitingTimeout, "ack-timeout": cfg.AckTimeout} {
+		if d > 0 {
+			add(k, d.String())
+		}
+	}
+	if cfg.Seed != 0 {
+		add("seed", strconv.FormatUint(cfg.Seed, 10))
+	}
+	for _, r := range cfg.Regressions {
+		add("regression", r)
+	}
+	return a
+}
+
+// roleArgs are the address flags of a role; on restart they pin the
+// addresses it had.
+func (t *ProcTarget) roleArgs(role string) []string {
+	switch role {
+	case "prefill":
+		if t.prefill.HTTP == "" {
+			return []string{"--role=prefill"}
+		}
+		return []string{"--role=prefill", "--listen=" + t.prefill.HTTP, "--bootstrap-listen=" + t.prefill.Bootstrap,
+			"--control-listen=" + strings.Join(t.prefill.Control, ",")}
+	case "decode":
+		if t.decode.HTTP == "" {
+			return []string{"--role=decode"}
+		}
+		return []string{"--role=decode", "--listen=" + t.decode.HTTP, "--notify-listen=" + strings.Join(t.decode.Notify, ","),
+			"--kv-listen=" + strings.Join(t.decode.KV, ",")}
+	}
+	a := []string{"--role=router", "--prefill-http=" + t.prefill.HTTP, "--prefill-bootstrap=" + t.prefill.Bootstrap,
+		"--decode-http=" + t.decode.HTTP}
+	if t.router != "" {
+		a = append(a, "--listen="+strings.TrimPrefix(t.router, "http://"))
+	}
+	return a
+}
+
+// start execs a role and waits for its ready line. The process is not tied
+// to ctx (it outlives the start call); Close ends it.
+func (t *ProcTarget) start(ctx context.Context, role string) (readyLine, error) {
+	t.mu.Lock()
+	args := append(engineArgs(t.cfg), t.roleArgs(role)...)
+	t.mu.Unlock()
+	cmd := exec.Command(t.bin, args...)
+	cmd.Stderr = t.logw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return readyLine{}, fmt.Errorf("start %s: %w", role, err)
+	}
+	if err := cmd.Start(); err != nil {
+		return readyLine{}, fmt.Errorf("start %s (%s): %w", role, t.bin, err)
+	}
+	rp := &roleProc{cmd: cmd, args: args, done: make(chan struct{})}
+	lines := make(chan string, 1)
+	go func() { // owned by rp: ends when the process closes stdout
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		_, _ = io.Copy(io.Discard, out)
+		_ = cmd.Wait()
+		close(rp.done)
+	}()
+	t.mu.Lock()
+	t.procs[role] = rp
+	t.mu.Unlock()
+	timer := time.NewTimer(20 * time.Second)
+	defer timer.Stop()
+	select {
+	case line, ok := <-lines:
+		var rl readyLine
+		if !ok {
+			return rl, fmt.Errorf("start %s: exited before it was ready (args %v)", role, args)
+		}
+		if err := json.Unmarshal([]byte(line), &rl); err != nil {
+			return rl, fmt.Errorf("start %s: read ready line %q: %w", role, line, err)
+		}
+		return rl, nil
+	case <-ctx.Done():
+		return readyLine{}, fmt.Errorf("start %s: %w", role, ctx.Err())
+	case <-timer.C:
+		return readyLine{}, fmt.Errorf("start %s: not ready within 20s", role)
+	}
+}
+
+// Endpoint is the router URL.
+func (t *ProcTarget) Endpoint() string { return t.router }
+
+// MetricsURLs lists prefill and decode /metrics.
+func (t *ProcTarget) MetricsURLs() []string {
+	return []string{"http://" + t.prefill.HTTP + "/metrics", "http://" + t.decode.HTTP + "/metrics"}
+}
+
+// EngineURLs lists prefill and decode base URLs.
+func (t *ProcTarget) EngineURLs() []string {
+	return []string{"http://" + t.prefill.HTTP, "http://" + t.decode.HTTP}
+}
+
+// Links is empty: links between processes cannot be re-routed from here.
+func (t *ProcTarget) Links() []engine.Link { return nil }
+
+// Interpose is unsupported for role processes.
+func (t *ProcTarget) Interpose(_ context.Context, link, _ string) (engine.Restore, error) {
+	return nil, fmt.Errorf("interpose on link %q: %w: role processes keep their link table inside", link, faults.ErrUnsupported)
+}
+
+// Hooks speaks /debug/hooks to prefill and decode.
+func (t *ProcTarget) Hooks() (engine.Hooks, error) {
+	return multiHooks{&hooks.HooksClient{BaseURL: "http://" + t.prefill.HTTP},
+		&hooks.HooksClient{BaseURL: "http://" + t.decode.HTTP}}, nil
+}
+
+// Processes is the target itself.
+func (t *ProcTarget) Processes() (engine.Processes, error) { return t, nil }
+
+// Roles lists the three roles.
+func (t *ProcTarget) Roles() []string { return []string{"router", "prefill", "decode"} }
+
+// PID returns a role's current process id.
+func (t *ProcTarget) PID(role string) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rp, ok := t.procs[role]
+	if !ok || rp.cmd.Process == nil {
+		return 0, fmt.Errorf("pid of %s: no such role process", role)
+	}
+	return rp.cmd.Process.Pid, nil
+}
+
+// Restart starts a role again on its old addresses (killing it first if it
+// still runs) and returns once it serves.
+func (t *ProcTarget) Restart(ctx context.Context, role string) error {
+	t.mu.Lock()
+	rp := t.procs[role]
+	t.mu.Unlock()
+	if rp == nil {
+		return fmt.Errorf("restart %s: no such role process", role)
+	}
+	select {
+	case <-rp.done:
+	default:
+		_ = rp.cmd.Process.Kill()
+		select {
+		case <-rp.done:
+		case <-ctx.Done():
+			return fmt.Errorf("restart %s: wait for old process: %w", role, ctx.Err())
+		}
+	}
+	var err error
+	for attempt := 0; attempt < 20; attempt++ { // the old listener may linger briefly
+		if _, err = t.start(ctx, role); err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("restart %s: %w", role, err)
+}
+
+// Health checks every role's /health.
+func (t *ProcTarget) Health(ctx context.Context) error {
+	var errs []error
+	for _, u := range []string{t.router, "http://" + t.prefill.HTTP, "http://" + t.decode.HTTP} {
+		errs = append(errs, getOK(ctx, u+"/health"))
+	}
+	return errors.Join(errs...)
+}
+
+// Close sends SIGTERM (SIGCONT first, in case a fault stopped it) to every
+// role, then SIGKILL to any still running when ctx ends or after 5s.
+func (t *ProcTarget) Close(ctx context.Context) error {
+	t.mu.Lock()
+	procs := make([]*roleProc, 0, len(t.procs))
+	for _, rp := range t.procs {
+		procs = append(procs, rp)
+	}
+	t.mu.Unlock()
+	for _, rp := range procs {
+		_ = rp.cmd.Process.Signal(syscall.SIGCONT)
+		_ = rp.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	timer := time.NewTimer(5 * time.Second)
+	defer timer.Stop()
+	var errs []error
+	for _, rp := range procs {
+		select {
+		case <-rp.done:
+		case <-timer.C:
+			_ = rp.cmd.Process.Signal(os.Kill)
+			<-rp.done
+		case <-ctx.Done():
+			_ = rp.cmd.Process.Signal(os.Kill)
+			<-rp.done
+			errs = append(errs, fmt.Errorf("close %s: killed: %w", rp.args[len(rp.args)-1], ctx.Err()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ProcsSource opens a ProcTarget from the pdchaos binary Bin.
+type ProcsSource struct {
+	// Bin is the pdchaos binary (os.Executable() from the CLI).
+	Bin string
+	// Log receives the roles' stderr; nil discards it.
+	Log io.Writer
+}
+
+// Kind is "procs".
+func (ProcsSource) Kind() string { return "procs" }
+
+// Open starts the three role processes with cfg.
+func (s ProcsSource) Open(ctx context.Context, cfg engine.Config) (Target, error) {
+	if s.Bin == "" {
+		return nil, errors.New("open procs target: no pdchaos binary given")
+	}
+	return StartProcs(ctx, s.Bin, cfg, s.Log)
+}
+
+// InProcess is false: the roles are other processes.
+func (ProcsSource) InProcess() bool { return false }
+
+// SetsEngine is true.
+func (ProcsSource) SetsEngine() bool { return true }

@@ -1,0 +1,206 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Recorder scrapes every engine's /metrics (and /debug/rooms where the
+// target has it) each Interval into the event log, and feeds the watchdog,
+// so a wedge is flagged the moment it shows. Run it under the run's errgroup.
+type Recorder struct {
+	Target   Target
+	Log      *EventLog
+	Interval time.Duration
+	Watchdog *Watchdog
+	// OnWedge is called (from the recorder goroutine) for each wedge.
+	OnWedge func(Wedge)
+
+	client *http.Client
+	mu     sync.Mutex
+	round  int
+	start  time.Duration // offset at which the last completed round began
+	last   map[string]Scrape
+	rooms  map[string]RoomsSnap
+	wedges []Wedge
+}
+
+// Run records until ctx ends.
+func (r *Recorder) Run(ctx context.Context) error {
+	if r.Interval <= 0 {
+		r.Interval = 250 * time.Millisecond
+	}
+	tick := time.NewTicker(r.Interval)
+	defer tick.Stop()
+	for {
+		r.Once(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func (r *Recorder) httpClient() *http.Client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.client == nil {
+		r.client = &http.Client{Timeout: 2 * time.Second}
+	}
+	return r.client
+}
+
+// Close drops idle connections (no goroutine outlives the run).
+func (r *Recorder) Close() {
+	r.httpClient().CloseIdleConnections()
+}
+
+// Once does one round: scrape every source, log it, feed the watchdog.
+func (r *Recorder) Once(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	c := r.httpClient()
+	start := r.Log.Since()
+	murls, eurls := r.Target.MetricsURLs(), r.Target.EngineURLs()
+	scrapes := make([]Scrape, len(murls))
+	rooms := make([]RoomsSnap, len(eurls))
+	var g errgroup.Group
+	for i, u := range murls {
+		g.Go(func() error {
+			s, err := scrapeURL(ctx, c, u)
+			if err != nil {
+				s.Err = err.Error()
+			}
+			scrapes[i] = s
+			return nil
+		})
+	}
+	for i, u := range eurls {
+		g.Go(func() error {
+			rooms[i] = snapRooms(ctx, c, u, false)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if ctx.Err() != nil {
+		return
+	}
+	at := r.Log.Since()
+	var wedges []Wedge
+	for i, u := range murls {
+		s := scrapes[i]
+		r.Log.Add(Event{T: at, Type: EvScrape, Source: u, Scrape: &s})
+		if r.Watchdog != nil {
+			wedges = append(wedges, r.Watchdog.Observe(at, u, s)...)
+		}
+	}
+	for i, u := range eurls {
+		rs := rooms[i]
+		r.Log.Add(Event{T: at, Type: EvRooms, Source: u, Rooms: &rs})
+	}
+	for _, w := range wedges {
+		r.Log.Add(Event{T: at, Type: EvWedge, Source: w.Source, Wedge: &w})
+	}
+	r.mu.Lock()
+	r.round++
+	r.start = start
+	r.last = map[string]Scrape{}
+	for i, u := range murls {
+		r.last[u] = scrapes[i]
+	}
+	r.rooms = map[string]RoomsSnap{}
+	for i, u := range eurls {
+		r.rooms[u] = rooms[i]
+	}
+	r.wedges = append(r.wedges, wedges...)
+	r.mu.Unlock()
+	for _, w := range wedges {
+		if r.OnWedge != nil {
+			r.OnWedge(w)
+		}
+	}
+}
+
+// snapRooms fetches one engine's rooms; full keeps held rooms' histories.
+func snapRooms(ctx context.Context, c *http.Client, base string, full bool) RoomsSnap {
+	rr, err := fetchRooms(ctx, c, base)
+	if err != nil {
+		return RoomsSnap{Err: err.Error()}
+	}
+	s := RoomsSnap{Role: rr.Role, Held: rr.Held, Cleared: len(rr.Cleared), Final: full}
+	if !full {
+		for i := range s.Held {
+			s.Held[i].Events = nil
+		}
+	}
+	return s
+}
+
+// Settled reports whether the last round that began at or after since shows
+// every slot gauge at 0 and no room held, and if not, what is still busy.
+// ok is false until such a round exists.
+func (r *Recorder) Settled(since time.Duration) (settled, ok bool, busy string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.round == 0 || r.start < since {
+		return false, false, "waiting for a fresh scrape"
+	}
+	var b []string
+	for u, s := range r.last {
+		if s.Err != "" {
+			b = append(b, "scrape failed: "+s.Err)
+			continue
+		}
+		for _, g := range SlotGauges() {
+			if v := s.Gauges[g]; v != 0 {
+				b = append(b, fmt.Sprintf("%s=%g on %s", g, v, u))
+			}
+		}
+	}
+	for u, rs := range r.rooms {
+		if rs.Err != "" {
+			b = append(b, "rooms failed: "+rs.Err)
+		} else if len(rs.Held) > 0 {
+			b = append(b, fmt.Sprintf("%d rooms held on %s", len(rs.Held), u))
+		}
+	}
+	sort.Strings(b)
+	return len(b) == 0, true, strings.Join(b, "; ")
+}
+
+// Wedges returns every wedge flagged so far.
+func (r *Recorder) Wedges() []Wedge {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Wedge(nil), r.wedges...)
+}
+
+// Latest returns the last scrape of each source (for the status line).
+func (r *Recorder) Latest() map[string]Scrape {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]Scrape, len(r.last))
+	for k, v := range r.last {
+		out[k] = v
+	}
+	return out
+}
+
+// FinalRooms logs a full rooms snapshot (held rooms with their histories)
+// of every engine, for rooms-terminal.
+func (r *Recorder) FinalRooms(ctx context.Context) {
+	c := r.httpClient()
+	for _, u := range r.Target.EngineURLs() {
+		rs := snapRooms(ctx, c, u, true)
+		r.Log.Add(Event{Type: EvRooms, Source: u, Rooms: &rs})
+	}
+}

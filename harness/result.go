@@ -1,0 +1,199 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/faults/schedule"
+)
+
+// Exit codes, as DESIGN.md fixes them.
+const (
+	ExitPass         = 0
+	ExitViolation    = 1
+	ExitInconclusive = 2
+	ExitHarness      = 3
+)
+
+// Result is result.json: the verdict first, then what it rests on.
+type Result struct {
+	Verdict      Status            `json:"verdict"`
+	ExitCode     int               `json:"exit_code"`
+	FirstFailure string            `json:"first_failure,omitempty"`
+	Scenario     string            `json:"scenario"`
+	Seed         uint64            `json:"seed"`
+	Target       string            `json:"target"`
+	Regressions  []string          `json:"regressions,omitempty"`
+	RunDir       string            `json:"run_dir"`
+	Repro        string            `json:"repro"`
+	Started      time.Time         `json:"started"`
+	Duration     time.Duration     `json:"duration"`
+	Interrupted  bool              `json:"interrupted,omitempty"`
+	HarnessError string            `json:"harness_error,omitempty"`
+	Checks       Checks            `json:"checks"`
+	Phases       []PhaseStats      `json:"phases,omitempty"`
+	Faults       []schedule.Record `json:"faults,omitempty"`
+	Wedges       []Wedge           `json:"wedges,omitempty"`
+	Drain        *Drain            `json:"drain,omitempty"`
+	Agents       agents.Stats      `json:"agents"`
+}
+
+// PhaseStats are client figures for one phase of the run (etcd's
+// per-fault-phase stats): requests by the phase they started in.
+type PhaseStats struct {
+	Name      string        `json:"name"`
+	Start     time.Duration `json:"start"`
+	End       time.Duration `json:"end"`
+	Requests  int           `json:"requests"`
+	Completed int           `json:"completed"`
+	Cancelled int           `json:"cancelled"`
+	Errors    int           `json:"errors"`
+	Hung      int           `json:"hung"`
+	TTFTp50   time.Duration `json:"ttft_p50"`
+	TTFTp99   time.Duration `json:"ttft_p99"`
+}
+
+// phaseStats splits outcomes into the given [start, end) phases.
+func phaseStats(outs []agents.Outcome, phases []PhaseStats) []PhaseStats {
+	for i := range phases {
+		p := &phases[i]
+		var ttft []time.Duration
+		for _, o := range outs {
+			if o.Start < p.Start || o.Start >= p.End {
+				continue
+			}
+			p.Requests++
+			switch o.Kind {
+			case agents.KindCompleted:
+				p.Completed++
+				ttft = append(ttft, o.TTFT)
+			case agents.KindCancelled:
+				p.Cancelled++
+			case agents.KindError:
+				p.Errors++
+			case agents.KindHung:
+				p.Hung++
+			}
+		}
+		slices.Sort(ttft)
+		if n := len(ttft); n > 0 {
+			p.TTFTp50, p.TTFTp99 = ttft[n/2], ttft[min(n-1, n*99/100)]
+		}
+	}
+	return phases
+}
+
+// ExitCodeFor maps a verdict onto the process exit code.
+func ExitCodeFor(v Status) int {
+	switch v {
+	case Pass:
+		return ExitPass
+	case Fail:
+		return ExitViolation
+	case Inconclusive:
+		return ExitInconclusive
+	}
+	return ExitHarness
+}
+
+// Err is nil on pass, else an error naming the first failure or the reason.
+func (r *Result) Err() error {
+	switch {
+	case r.HarnessError != "":
+		return fmt.Errorf("harness error: %s", r.HarnessError)
+	case r.Verdict == Fail:
+		return r.Checks
+	case r.Verdict == Inconclusive:
+		var why []string
+		for _, c := range r.Checks {
+			if c.Status == Inconclusive {
+				why = append(why, c.Name+": "+c.Summary)
+			}
+		}
+		if r.Interrupted {
+			why = append([]string{"interrupted"}, why...)
+		}
+		return fmt.Errorf("inconclusive: %s", strings.Join(why, "; "))
+	}
+	return nil
+}
+
+// WriteJSON writes result.json into the run directory.
+func (r *Result) WriteJSON() error {
+	if r.RunDir == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(r.RunDir, "result.json"), b, 0o644); err != nil {
+		return fmt.Errorf("write result: %w", err)
+	}
+	return nil
+}
+
+// ReadResult reads a run directory's result.json.
+func ReadResult(dir string) (*Result, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err != nil {
+		return nil, fmt.Errorf("read result: %w", err)
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("decode result %s: %w", dir, err)
+	}
+	return &r, nil
+}
+
+// PrintTable writes the verdict table: one line per check, then stuck rooms
+// and wedges of failures, then where the results are.
+func (r *Result) PrintTable(w io.Writer) {
+	fmt.Fprintf(w, "scenario %s  seed %d  target %s  %v\n", r.Scenario, r.Seed, r.Target, r.Duration.Round(time.Millisecond))
+	if r.HarnessError != "" {
+		fmt.Fprintf(w, "harness error: %s\n", r.HarnessError)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range r.Checks {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Name, strings.ToUpper(string(c.Status)), c.Summary)
+	}
+	_ = tw.Flush()
+	for _, c := range r.Checks {
+		if c.Status != Fail {
+			continue
+		}
+		for i, s := range c.Stuck {
+			if i == 3 {
+				fmt.Fprintf(w, "    … %d more stuck rooms in result.json\n", len(c.Stuck)-3)
+				break
+			}
+			fmt.Fprintf(w, "    [%s] room %d on %s: %s since %v, faults active: %v\n", c.Name, s.Room, s.Role, s.State,
+				s.Since.Round(time.Millisecond), s.ActiveFaults)
+			for _, e := range s.Events {
+				fmt.Fprintf(w, "        %s rank %d %-10s %-16s %s\n", e.Side, e.Rank, e.Kind, e.State, e.Detail)
+			}
+		}
+	}
+	for _, wd := range r.Wedges {
+		fmt.Fprintf(w, "  %s\n", wd)
+	}
+	verdict := strings.ToUpper(string(r.Verdict))
+	if r.Interrupted {
+		verdict += " (interrupted)"
+	}
+	fmt.Fprintf(w, "verdict: %s (exit %d)\n", verdict, r.ExitCode)
+	if r.RunDir != "" {
+		fmt.Fprintf(w, "results: %s\n", r.RunDir)
+	}
+	if r.Repro != "" {
+		fmt.Fprintf(w, "repro:   %s\n", r.Repro)
+	}
+}

@@ -1,0 +1,228 @@
+package harness
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/suites/scenarios"
+)
+
+// pdchaosBin is the CLI built once for process-mode tests ("" in -short).
+var pdchaosBin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := func() int {
+		if !testing.Short() {
+			dir, err := os.MkdirTemp("", "pdchaos-bin")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			defer os.RemoveAll(dir)
+			pdchaosBin = filepath.Join(dir, "pdchaos")
+			out, err := exec.Command("go", "build", "-o", pdchaosBin, "github.com/pdchaos/pdchaos/cmd/pdchaos").CombinedOutput()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "build pdchaos: %v\n%s", err, out)
+				return 1
+			}
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// preset loads a preset scenario, shortened for tests.
+func preset(t *testing.T, name string, regressions ...string) *Scenario {
+	t.Helper()
+	sc, err := LoadScenario(name, scenarios.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Duration = 8 * time.Second
+	sc.Engine.Regressions = regressions
+	return sc
+}
+
+// TestRunAbortStormPasses is must-show 1: the fixed engine passes, every
+// checker with non-zero evidence, and the run directory holds the results.
+// Not parallel: no-leaks counts every goroutine of the process, so this run
+// must be alone (parallel tests wait until sequential ones finish).
+func TestRunAbortStormPasses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a scenario for 8s")
+	}
+	res, err := Run(t.Context(), RunOptions{Scenario: preset(t, "abort-storm"), Seed: 11, ResultsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != Pass || res.ExitCode != ExitPass {
+		t.Fatalf("verdict %s: %v", res.Verdict, res.Err())
+	}
+	for _, c := range res.Checks {
+		if c.Status != Pass {
+			t.Errorf("%s: %s: %s", c.Name, c.Status, c.Summary)
+		}
+	}
+	for check, key := range map[string]string{CheckRoomsTerminal: "rooms_checked", CheckSlotsReleased: "gauges_checked",
+		CheckLiveness: "probes_ok", CheckClientOutcomes: "requests", CheckIntegrity: "completed_checked",
+		CheckFaultsVerified: "client_faults_verified", CheckLoadFloor: "cancels", CheckNoLeaks: "checked"} {
+		if c, _ := res.Checks.Get(check); c.Evidence[key] == 0 {
+			t.Errorf("%s: evidence %s is 0 (%v)", check, key, c.Evidence)
+		}
+	}
+	for _, f := range []string{"result.json", "events.jsonl", "repro.yaml"} {
+		if _, err := os.Stat(filepath.Join(res.RunDir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	back, err := ReadResult(res.RunDir)
+	if err != nil || back.Verdict != Pass || back.Seed != 11 {
+		t.Fatalf("result.json: %+v %v", back, err)
+	}
+	// The stored log judges the same offline.
+	evs, err := ReadEventsFile(filepath.Join(res.RunDir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := Judge(evs, res.scenarioChecks(t)).Verdict(); v != Pass {
+		t.Fatalf("offline verdict %s", v)
+	}
+}
+
+func (r *Result) scenarioChecks(t *testing.T) CheckSpec {
+	t.Helper()
+	sc, err := LoadScenario(r.Scenario, scenarios.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc.Checks
+}
+
+// TestRunCatchesRegressions is must-show 2: with each regression on, the
+// verdict is fail, naming the right checker; where the wedge is a gauge the
+// watchdog flags it during the run, before the drain deadline ends.
+func TestRunCatchesRegressions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a scenario per regression")
+	}
+	t.Parallel()
+	for _, tc := range []struct {
+		regression, scenario, check string
+		wedge                       bool
+	}{
+		{"abort-before-status", "abort-overtakes-metadata", CheckRoomsTerminal, true},
+		{"status-resurrection", "abort-storm", CheckRoomsTerminal, false},
+		{"unknown-room-waiting", "abort-storm", CheckSlotsReleased, true},
+		{"bootstrap-thread-death", "abort-storm", CheckLiveness, true},
+		{"decode-abort-leak", "abort-storm", CheckSlotsReleased, true},
+		{"rank-desync", "tp2-abort-storm", CheckLiveness, true},
+	} {
+		t.Run(tc.regression, func(t *testing.T) {
+			t.Parallel()
+			sc := preset(t, tc.scenario, tc.regression)
+			res, err := Run(t.Context(), RunOptions{Scenario: sc, Seed: 7, ResultsDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Verdict != Fail {
+				t.Fatalf("verdict %s, want fail: %v", res.Verdict, res.Checks)
+			}
+			c, _ := res.Checks.Get(tc.check)
+			if c.Status != Fail {
+				t.Fatalf("%s: %s (%s); failed: %v", tc.check, c.Status, c.Summary, res.Checks.Failed())
+			}
+			if tc.check == CheckRoomsTerminal && len(c.Stuck) == 0 {
+				t.Fatalf("rooms-terminal failed without naming rooms")
+			}
+			t.Logf("%s: %s", tc.regression, res.FirstFailure)
+			// A wedged gauge must be flagged while the run goes on; a
+			// stuck room without a stuck gauge has no gauge to flag.
+			if sr, _ := res.Checks.Get(CheckSlotsReleased); !tc.wedge || sr.Status != Fail {
+				return
+			}
+			if len(res.Wedges) == 0 {
+				t.Fatalf("watchdog flagged no wedge")
+			}
+			drainEnd := res.Duration // the drain ends before the judge phase
+			if res.Drain != nil && res.Drain.Settled {
+				t.Fatalf("drain settled despite a wedge")
+			}
+			if w := res.Wedges[0]; w.At >= drainEnd {
+				t.Fatalf("wedge flagged at %v, after the run (%v)", w.At, drainEnd)
+			}
+		})
+	}
+	t.Run("free-before-ack", func(t *testing.T) {
+		t.Skip("free-before-ack needs a held ABORT, a paused worker and page reuse in one window; " +
+			"no preset scenario catches it reliably yet (engine/regressions_test.go does, deterministically)")
+	})
+}
+
+// TestRunInterrupted is must-show 5: cancel during the fault phase; Run
+// returns within seconds, heals the paused gates and writes partial results.
+func TestRunInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a scenario")
+	}
+	t.Parallel()
+	sc := preset(t, "paused-transfer-workers")
+	sc.Duration = 30 * time.Second
+	src := &keepSource{}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var cancelled time.Time
+	res, err := Run(ctx, RunOptions{Scenario: sc, Seed: 3, ResultsDir: t.TempDir(), Source: src,
+		Progress: func(p Progress) {
+			if p.Faults > 0 && cancelled.IsZero() {
+				cancelled = time.Now()
+				cancel()
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cancelled.IsZero() {
+		t.Fatal("no fault was ever active")
+	}
+	if took := time.Since(cancelled); took > 10*time.Second {
+		t.Fatalf("run took %v to stop after cancel", took)
+	}
+	if !res.Interrupted || res.Verdict != Inconclusive {
+		t.Fatalf("interrupted %v verdict %s", res.Interrupted, res.Verdict)
+	}
+	if _, err := ReadResult(res.RunDir); err != nil {
+		t.Fatal(err)
+	}
+	states, err := src.c.Prefill.Hooks().State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range states {
+		if s.Paused {
+			t.Fatalf("gate %s left paused", s.HookSpec)
+		}
+	}
+	if len(res.Faults) == 0 || !res.Faults[0].Applied || res.Faults[0].End == 0 {
+		t.Fatalf("fault window not recorded as healed: %+v", res.Faults)
+	}
+}
+
+// keepSource is Bundled that remembers the cluster for inspection.
+type keepSource struct {
+	Bundled
+	c *engine.Cluster
+}
+
+func (k *keepSource) Open(ctx context.Context, cfg engine.Config) (Target, error) {
+	c, err := engine.StartCluster(ctx, cfg, nil)
+	k.c = c
+	return c, err
+}
