@@ -1,7 +1,6 @@
 package network
 
 import (
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -19,9 +18,22 @@ type meter struct {
 	up       atomic.Int64 // bytes proxy → link address (after upstream toxics)
 	down     atomic.Int64 // bytes link address → proxy (before downstream toxics)
 
+	resets atomic.Int64 // connections reset by a ResetPeer rule
+	rule   atomic.Pointer[resetRule]
+
 	mu   sync.Mutex
 	open map[net.Conn]struct{}
 	wg   sync.WaitGroup
+}
+
+// resetRule is an active ResetPeer: the relay resets a connection once data
+// has flowed on the stream for After since the rule (or the connection's
+// first data under it) began. It lives here rather than in Toxiproxy's
+// reset_peer toxic, which leaks a goroutine per reset connection.
+type resetRule struct {
+	stream Stream
+	after  time.Duration
+	since  time.Time
 }
 
 // counts is a snapshot of a meter's counters.
@@ -94,11 +106,11 @@ func (m *meter) relay(c, u net.Conn) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = io.Copy(countWriter{u, &m.up}, c)
+		m.pipe(u, c, &m.up, Upstream, c, u)
 		c.Close()
 		u.Close()
 	}()
-	_, _ = io.Copy(countWriter{c, &m.down}, u)
+	m.pipe(c, u, &m.down, Downstream, c, u)
 	c.Close()
 	u.Close()
 	<-done
@@ -109,6 +121,45 @@ func (m *meter) relay(c, u net.Conn) {
 	}
 	m.mu.Unlock()
 	m.closed.Add(1)
+}
+
+// pipe copies src to dst, counting bytes, and resets both connections of
+// the pair when an active reset rule on this stream says so.
+func (m *meter) pipe(dst, src net.Conn, n *atomic.Int64, stream Stream, c, u net.Conn) {
+	buf := make([]byte, 32<<10)
+	var first time.Time
+	for {
+		k, err := src.Read(buf)
+		if k > 0 {
+			if r := m.rule.Load(); r != nil && r.stream == stream {
+				if first.Before(r.since) {
+					first = time.Now()
+				}
+				if time.Since(first) >= r.after {
+					m.resets.Add(1)
+					reset(c)
+					reset(u)
+					return
+				}
+			}
+			w, werr := dst.Write(buf[:k])
+			n.Add(int64(w))
+			if werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// reset closes a TCP connection with an RST rather than a FIN.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
 }
 
 // close stops accepting, cuts every relayed connection and waits for the
@@ -124,13 +175,3 @@ func (m *meter) close() {
 	m.wg.Wait()
 }
 
-type countWriter struct {
-	w io.Writer
-	n *atomic.Int64
-}
-
-func (cw countWriter) Write(p []byte) (int, error) {
-	n, err := cw.w.Write(p)
-	cw.n.Add(int64(n))
-	return n, err
-}

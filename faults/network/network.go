@@ -212,6 +212,32 @@ func (n *Network) addToxic(ctx context.Context, t faults.Target, name string, tx
 	}, nil
 }
 
+// addReset arms a reset rule on the link's relay; its heal disarms it and
+// records the connections reset meanwhile.
+func (n *Network) addReset(ctx context.Context, t faults.Target, name, link string, rule *resetRule, rec *recorder) (faults.Heal, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	lp, err := n.proxyFor(ctx, t, link)
+	if err != nil {
+		return nil, fmt.Errorf("inject %s on link %s: %w", name, link, err)
+	}
+	if !lp.meter.rule.CompareAndSwap(nil, rule) {
+		return nil, fmt.Errorf("inject %s on link %s: a reset is already active there", name, link)
+	}
+	before := lp.meter.snapshot()
+	resetsBefore := lp.meter.resets.Load()
+	var once sync.Once
+	return func(context.Context) error {
+		once.Do(func() {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			lp.meter.rule.CompareAndSwap(rule, nil)
+			rec.addWindow(lp.meter.snapshot().sub(before), lp.meter.resets.Load()-resetsBefore)
+		})
+		return nil
+	}, nil
+}
+
 // down stops the link's proxy so dials are refused and open connections
 // are cut; its heal starts the proxy again on the same address.
 func (n *Network) down(ctx context.Context, t faults.Target, name, link string, rec *recorder) (faults.Heal, error) {

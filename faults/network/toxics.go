@@ -204,13 +204,12 @@ func (f *ResetPeer) Validate() error {
 	return nil
 }
 
-// Inject adds the reset_peer toxic.
+// Inject arms the reset on the link's relay.
 func (f *ResetPeer) Inject(ctx context.Context, t faults.Target) (faults.Heal, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	return f.Net.addToxic(ctx, t, f.Name(), toxic{f.Link, f.Stream, "reset_peer",
-		map[string]any{"timeout": f.After.Milliseconds()}}, &f.rec)
+	return f.Net.addReset(ctx, t, f.Name(), f.Link, &resetRule{stream: Stream(f.Stream.String()), after: f.After, since: time.Now()}, &f.rec)
 }
 
 // Evidence reports the connections the toxic saw and closed.
