@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/network"

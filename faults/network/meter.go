@@ -174,4 +174,3 @@ func (m *meter) close() {
 	m.mu.Unlock()
 	m.wg.Wait()
 }
-
