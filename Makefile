@@ -5,7 +5,7 @@ DURATION  ?= 1m
 TARGET    ?= bundled
 RESULTS_DIR ?= $(CURDIR)/runs
 # Packages with goroutines and sockets run under the race detector.
-RACE_PKGS := ./engine/... ./faults/... ./agents/...
+RACE_PKGS := ./engine/... ./faults/... ./agents/... ./harness/...
 
 .PHONY: all build run test test-race test-short lint gate soak repro bench deps clean
 
@@ -26,7 +26,7 @@ deps:
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 8m $(RACE_PKGS)
-	$(GO) test -count=1 -timeout 8m $$($(GO) list ./... | grep -v -e /engine -e /faults -e /agents)
+	$(GO) test -count=1 -timeout 8m $$($(GO) list ./... | grep -v -e /engine -e /faults -e /agents -e /harness)
 
 test-short:
 	$(GO) test -short -count=1 ./...
@@ -35,9 +35,11 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
 
-## gate: the pre-release Ginkgo gate (JUnit in $(RESULTS_DIR))
+## gate: pre-release gate — the preset abort-storm passes on the fixed engine, every
+## regression is caught by its scenario, the external target judges the engine run as processes.
+## (The Ginkgo suite with JUnit output replaces this once suites/gate exists.)
 gate: build
-	$(GO) test -count=1 -timeout 60m ./suites/... -ginkgo.junit-report=$(RESULTS_DIR)/junit.xml -ginkgo.v
+	$(GO) test -count=1 -timeout 30m -v -run 'TestRunAbortStormPasses|TestRunCatchesRegressions|TestExternalOnProcs' ./harness/
 
 ## soak: long soak, e.g. make soak DURATION=8h TARGET=external ARGS="--router http://... --metrics ..."
 soak: build

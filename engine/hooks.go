@@ -12,13 +12,19 @@ import (
 // once per loop step; a transfer worker checks it while holding a chunk it
 // has started, which is the moment that matters for the abort races.
 const (
+	// HookTransferWorkers holds a worker with a chunk it has dequeued, before
+	// it decides to write it (an ABORT arriving meanwhile is seen).
 	HookTransferWorkers = "transfer-workers"
-	HookBootstrapLoop   = "bootstrap-loop"
-	HookScheduler       = "scheduler"
+	// HookTransferWrites holds a worker with a write it has already posted,
+	// like an RDMA write stalled on the wire: the write lands on resume
+	// whatever happened to the room meanwhile.
+	HookTransferWrites = "transfer-writes"
+	HookBootstrapLoop  = "bootstrap-loop"
+	HookScheduler      = "scheduler"
 )
 
 // HookNames lists every hook, for error messages and docs.
-var HookNames = []string{HookTransferWorkers, HookBootstrapLoop, HookScheduler}
+var HookNames = []string{HookTransferWorkers, HookTransferWrites, HookBootstrapLoop, HookScheduler}
 
 // ErrUnknownHook is returned for a hook, role, rank or worker the engine
 // does not have.

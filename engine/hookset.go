@@ -28,7 +28,7 @@ func (h hookSet) match(spec HookSpec) ([]*Gate, error) {
 		if spec.Rank >= 0 && e.spec.Rank != spec.Rank {
 			continue
 		}
-		if spec.Hook == HookTransferWorkers && spec.Worker >= 0 && e.spec.Worker != spec.Worker {
+		if (spec.Hook == HookTransferWorkers || spec.Hook == HookTransferWrites) && spec.Worker >= 0 && e.spec.Worker != spec.Worker {
 			continue
 		}
 		out = append(out, e.gate)

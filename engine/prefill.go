@@ -43,9 +43,10 @@ type Prefill struct {
 	httpLn, bootLn   net.Listener
 	pulls            []*zmtp.Pull
 
-	schedGate Gate
-	bootGates []*Gate
-	workGates [][]*Gate
+	schedGate  Gate
+	bootGates  []*Gate
+	workGates  [][]*Gate
+	writeGates [][]*Gate
 
 	requests atomic.Int64
 	ridSeq   atomic.Uint64
@@ -102,13 +103,15 @@ func startPrefill(ctx context.Context, cfg Config, addrs PrefillAddrs, links *li
 		}
 		p.pulls = append(p.pulls, pull)
 		p.bootGates = append(p.bootGates, &Gate{})
-		var gates []*Gate
+		var gates, writes []*Gate
 		var wakes []chan struct{}
 		for range cfg.TransferWorkers {
 			gates = append(gates, &Gate{})
+			writes = append(writes, &Gate{})
 			wakes = append(wakes, make(chan struct{}, 1))
 		}
 		p.workGates = append(p.workGates, gates)
+		p.writeGates = append(p.writeGates, writes)
 		p.workerWake = append(p.workerWake, wakes)
 	}
 	p.httpSrv = &http.Server{Handler: p.routes(), ReadHeaderTimeout: 10 * time.Second}
@@ -318,6 +321,9 @@ func (p *Prefill) workerLoop(rank, w int) {
 		p.mu.Unlock()
 		var err error
 		if send {
+			if p.writeGates[rank][w].Wait(p.ctx) != nil {
+				return
+			}
 			err = p.sendChunk(conns, c)
 		}
 		p.mu.Lock()
@@ -384,8 +390,9 @@ func (p *Prefill) dropKV(conns map[string]*kvConn, addr string) {
 func (p *Prefill) allGates() []*Gate {
 	gates := []*Gate{&p.schedGate}
 	gates = append(gates, p.bootGates...)
-	for _, ws := range p.workGates {
-		gates = append(gates, ws...)
+	for r := range p.workGates {
+		gates = append(gates, p.workGates[r]...)
+		gates = append(gates, p.writeGates[r]...)
 	}
 	return gates
 }

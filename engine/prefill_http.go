@@ -19,7 +19,8 @@ func (p *Prefill) Hooks() Hooks {
 	}
 	for r, ws := range p.workGates {
 		for w, g := range ws {
-			h = append(h, hookEntry{HookSpec{Hook: HookTransferWorkers, Role: "prefill", Rank: r, Worker: w}, g})
+			h = append(h, hookEntry{HookSpec{Hook: HookTransferWorkers, Role: "prefill", Rank: r, Worker: w}, g},
+				hookEntry{HookSpec{Hook: HookTransferWrites, Role: "prefill", Rank: r, Worker: w}, p.writeGates[r][w]})
 		}
 	}
 	return h

@@ -16,12 +16,20 @@ type PauseTransferWorkers struct {
 	Role   string // "" means "prefill", the role that owns transfer workers
 	Rank   int    // -1 = every rank
 	Worker int    // -1 = every worker
-	rec    hookRecorder
+	// InFlight holds workers with a write already posted (the KV lands on
+	// resume even if the room was aborted meanwhile) instead of with a
+	// chunk they have only dequeued.
+	InFlight bool
+	rec      hookRecorder
 }
 
 // Name says what and where, e.g. "pause-transfer-workers(prefill/0/worker=-1)".
 func (f *PauseTransferWorkers) Name() string {
-	return fmt.Sprintf("pause-transfer-workers(%s/%d/worker=%d)", f.role(), f.Rank, f.Worker)
+	kind := "pause-transfer-workers"
+	if f.InFlight {
+		kind = "pause-transfer-writes"
+	}
+	return fmt.Sprintf("%s(%s/%d/worker=%d)", kind, f.role(), f.Rank, f.Worker)
 }
 
 func (f *PauseTransferWorkers) role() string {
@@ -50,7 +58,11 @@ func (f *PauseTransferWorkers) Inject(ctx context.Context, t Target) (Heal, erro
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	spec := engine.HookSpec{Hook: engine.HookTransferWorkers, Role: f.role(), Rank: f.Rank, Worker: f.Worker}
+	hook := engine.HookTransferWorkers
+	if f.InFlight {
+		hook = engine.HookTransferWrites
+	}
+	spec := engine.HookSpec{Hook: hook, Role: f.role(), Rank: f.Rank, Worker: f.Worker}
 	return pauseHook(ctx, t, f.Name(), spec, &f.rec)
 }
 

@@ -17,7 +17,6 @@ func TestExternalOnProcs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts engine processes")
 	}
-	t.Parallel()
 	for _, tc := range []struct {
 		regression string
 		fail       string
@@ -27,7 +26,6 @@ func TestExternalOnProcs(t *testing.T) {
 		{"decode-abort-leak", CheckSlotsReleased},
 	} {
 		t.Run("regression="+tc.regression, func(t *testing.T) {
-			t.Parallel()
 			sc := preset(t, "abort-storm")
 			cfg := sc.Engine
 			if tc.regression != "" {
@@ -78,7 +76,6 @@ func TestProcsRestartSameAddresses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts engine processes")
 	}
-	t.Parallel()
 	procs, err := StartProcs(t.Context(), pdchaosBin, engine.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)

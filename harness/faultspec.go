@@ -53,6 +53,7 @@ type faultKind struct {
 func FaultKinds() map[string]faultKind {
 	return map[string]faultKind{
 		"pause-transfer-workers": {faults.LayerEngine, []string{"role", "rank", "worker"}},
+		"pause-transfer-writes":  {faults.LayerEngine, []string{"role", "rank", "worker"}},
 		"stall-bootstrap-loop":   {faults.LayerEngine, []string{"rank"}},
 		"stall-scheduler":        {faults.LayerEngine, []string{"role", "rank"}},
 		"delay-messages":         {faults.LayerProtocol, []string{"link", "kinds", "min", "max", "keep_order"}},
@@ -174,6 +175,8 @@ func (f *FaultSpec) build(rng *rand.Rand, net *network.Network) (faults.Fault, e
 	switch f.Kind {
 	case "pause-transfer-workers":
 		return &faults.PauseTransferWorkers{Role: f.Role, Rank: intOr(f.Rank, -1), Worker: intOr(f.Worker, -1)}, nil
+	case "pause-transfer-writes":
+		return &faults.PauseTransferWorkers{Role: f.Role, Rank: intOr(f.Rank, -1), Worker: intOr(f.Worker, -1), InFlight: true}, nil
 	case "stall-bootstrap-loop":
 		return &faults.StallBootstrapLoop{Rank: intOr(f.Rank, -1)}, nil
 	case "stall-scheduler":

@@ -177,7 +177,9 @@ func (r *runner) progressLoop(ctx context.Context) {
 	}
 }
 
-// leakCheck counts goroutines left after the in-process target closed.
+// leakCheck counts goroutines left after the in-process target closed. It
+// assumes one run per process (the CLI's case): goroutines of a concurrent
+// run would be counted too.
 func (r *runner) leakCheck() {
 	if !r.src.InProcess() {
 		r.log.Add(Event{Type: EvLeaks, Leaks: &Leaks{Detail: "skipped: the " + r.src.Kind() + " target's goroutines live in other processes"}})

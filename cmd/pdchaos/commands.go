@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pdchaos/pdchaos/engine/core"
 	"io"
 	"os"
 	"strings"
@@ -94,6 +95,7 @@ func loadScenario(name string) (*harness.Scenario, error) {
 func newRunCmd() *cobra.Command {
 	var tf targetFlags
 	var seed uint64
+	var regressions []string
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO|PRESET",
 		Short: "Run one scenario, judge it, write runs/<scenario>-<seed>-<time>/ and exit 0 pass, 1 violation, 2 inconclusive, 3 harness error",
@@ -102,6 +104,14 @@ func newRunCmd() *cobra.Command {
 			sc, err := loadScenario(args[0])
 			if err != nil {
 				return &exitError{exitHarness, err}
+			}
+			if len(regressions) > 0 {
+				// Switch known races on in the bundled engine; repro.yaml
+				// records them with the rest of the resolved scenario.
+				if _, err := core.ParseRegressions(regressions); err != nil {
+					return &exitError{exitHarness, fmt.Errorf("--regression: %w", err)}
+				}
+				sc.Engine.Regressions = append(sc.Engine.Regressions, regressions...)
 			}
 			src, noCheck, err := tf.source(sc, cmd.ErrOrStderr())
 			if err != nil {
@@ -119,6 +129,7 @@ func newRunCmd() *cobra.Command {
 	}
 	tf.register(cmd)
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "seed for agents, load and faults (0: the scenario's, else a fresh one)")
+	cmd.Flags().StringArrayVar(&regressions, "regression", nil, "bundled engine: switch on a known regression (repeatable; see 'pdchaos engine --regression list')")
 	return cmd
 }
 

@@ -58,6 +58,15 @@ func (d *Decode) Step(now time.Time) (DecodeStepResult, error) {
 
 	keep := d.running[:0]
 	for _, req := range d.running {
+		if req.generated > 0 && req.generated%attendEvery == 0 {
+			// Decode attends to the KV it holds at every step; re-reading it
+			// now and then is what makes a page overwritten under a running
+			// request change the rest of its answer, as it would on a GPU.
+			if seed := d.readSeed(req); seed != req.seed {
+				d.hist.Note(now, req.Room, "decode", 0, "kv-changed", fmt.Sprintf("pages overwritten while decoding, at token %d", req.generated))
+				req.seed = seed
+			}
+		}
 		tok := model.OutputToken(req.seed, req.generated)
 		out := TokenOut{Rid: req.Rid, Index: req.generated, Piece: model.Piece(tok, req.generated)}
 		req.generated++
@@ -78,6 +87,22 @@ func (d *Decode) Step(now time.Time) (DecodeStepResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// attendEvery is how many tokens pass between re-reads of a running
+// request's KV pages.
+const attendEvery = 4
+
+// readSeed digests the prompt KV the request's pages hold now, across ranks.
+func (d *Decode) readSeed(req *DecodeReq) uint64 {
+	per := model.KVBytesPerToken / len(d.ranks)
+	kv := make([]byte, 0, len(req.Tokens)*model.KVBytesPerToken)
+	for t := range req.Tokens {
+		for r, rk := range d.ranks {
+			kv = append(kv, rk.pool.Read(req.pages[r][t/d.cfg.PageSize], (t%d.cfg.PageSize)*per, per)...)
+		}
+	}
+	return model.Seed(kv)
 }
 
 func (d *Decode) preallocate(now time.Time) {
@@ -130,14 +155,7 @@ func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
 		}
 		switch s {
 		case Success:
-			var kv []byte
-			per := model.KVBytesPerToken / len(d.ranks)
-			for t := range req.Tokens {
-				for r, rk := range d.ranks {
-					kv = append(kv, rk.pool.Read(req.pages[r][t/d.cfg.PageSize], (t%d.cfg.PageSize)*per, per)...)
-				}
-			}
-			req.seed = model.Seed(kv)
+			req.seed = d.readSeed(req)
 			req.committed = true
 			for _, rk := range d.ranks {
 				rk.transfer = remove(rk.transfer, req)
