@@ -20,7 +20,7 @@ run: build
 
 ## deps: test-only system dependencies (python3-zmq for the ZMTP interop tests)
 deps:
-	@bash scripts/setup-test-deps.sh
+	@bash scripts/setup-test-deps.sh || echo "warning: python3-zmq could not be installed; ZMTP interop tests will skip (set PDCHAOS_REQUIRE_PYZMQ=1 to fail instead)" >&2
 
 ## test: everything CI runs — vet, race detector on concurrent packages, all tests
 test: deps
