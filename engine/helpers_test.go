@@ -2,16 +2,13 @@ package engine_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/observe"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // eventually polls cond until it returns nil or the deadline passes.
@@ -47,23 +44,7 @@ func consistently(t *testing.T, window time.Duration, cond func() error) {
 	}
 }
 
-func getJSON(ctx context.Context, url string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	client := &http.Client{Timeout: 5 * time.Second}
-	defer client.CloseIdleConnections()
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: status %d", url, resp.StatusCode)
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
-}
+func getJSON(ctx context.Context, url string, v any) error { return observe.GetJSON(ctx, url, v) }
 
 func rooms(t *testing.T, base string) engine.RoomsResponse {
 	t.Helper()
@@ -74,72 +55,15 @@ func rooms(t *testing.T, base string) engine.RoomsResponse {
 	return r
 }
 
-// scrape returns the metric families at url.
 func scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	client := &http.Client{Timeout: 5 * time.Second}
-	defer client.CloseIdleConnections()
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	tp := expfmt.NewTextParser(model.UTF8Validation)
-	return tp.TextToMetricFamilies(resp.Body)
+	return observe.Scrape(ctx, url)
 }
 
-// gauge sums a metric over every rank at url.
 func gauge(ctx context.Context, url, name string) (float64, error) {
-	fams, err := scrape(ctx, url)
-	if err != nil {
-		return 0, err
-	}
-	f, ok := fams[name]
-	if !ok {
-		return 0, fmt.Errorf("metric %s missing at %s", name, url)
-	}
-	sum := 0.0
-	for _, m := range f.GetMetric() {
-		if m.Gauge != nil {
-			sum += m.GetGauge().GetValue()
-		} else if m.Counter != nil {
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum, nil
+	return observe.Gauge(ctx, url, name)
 }
 
-var queueGauges = []string{engine.MetricPrefillBootstrapQueue, engine.MetricPrefillInflightQueue,
-	engine.MetricDecodePreallocQueue, engine.MetricDecodeTransferQueue, engine.MetricRunning, engine.MetricQueue}
-
-// drained reports nil once every queue gauge on every engine is 0, decode
-// holds no pages, and no room is held.
-func drained(ctx context.Context, c *engine.Cluster) error {
-	for _, u := range c.MetricsURLs() {
-		for _, g := range append(queueGauges, engine.MetricTokenUsage) {
-			v, err := gauge(ctx, u, g)
-			if err != nil {
-				return err
-			}
-			if v != 0 {
-				return fmt.Errorf("%s %s = %v", u, g, v)
-			}
-		}
-	}
-	for _, base := range c.EngineURLs() {
-		var r engine.RoomsResponse
-		if err := getJSON(ctx, base+"/debug/rooms", &r); err != nil {
-			return err
-		}
-		if len(r.Held) > 0 {
-			return fmt.Errorf("%s holds %d rooms, first %d in state %s", r.Role, len(r.Held), r.Held[0].Room, r.Held[0].State)
-		}
-	}
-	return nil
-}
+func drained(ctx context.Context, c *engine.Cluster) error { return observe.Drained(ctx, c) }
 
 func httpClient(t *testing.T) *http.Client {
 	tr := &http.Transport{}

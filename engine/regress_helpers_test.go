@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/observe"
 )
 
 // holdProxy forwards TCP connections to upstream but holds every byte
@@ -186,19 +187,8 @@ func abortOn(t *testing.T, base, rid string) {
 	http.DefaultClient.CloseIdleConnections()
 }
 
-// roomOn reports a room's record on one engine and whether it is held.
 func roomOn(ctx context.Context, base string, room uint64) (engine.RoomRecord, bool, error) {
-	var r engine.RoomsResponse
-	if err := getJSON(ctx, base+"/debug/rooms", &r); err != nil {
-		return engine.RoomRecord{}, false, err
-	}
-	if rec, ok := findRoom(r.Held, room); ok {
-		return rec, true, nil
-	}
-	if rec, ok := findRoom(r.Cleared, room); ok {
-		return rec, false, nil
-	}
-	return engine.RoomRecord{}, false, fmt.Errorf("room %d unknown to %s", room, r.Role)
+	return observe.RoomOn(ctx, base, room)
 }
 
 func healthy(ctx context.Context, c *engine.Cluster) error { return c.Health(ctx) }

@@ -14,12 +14,10 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	pmodel "github.com/prometheus/common/model"
 	"go.uber.org/goleak"
 
 	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/observe"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
@@ -98,47 +96,16 @@ func consistently(t *testing.T, window time.Duration, cond func() error) {
 	}
 }
 
-func getJSON(ctx context.Context, url string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	client := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
-	defer client.CloseIdleConnections()
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: status %d", url, resp.StatusCode)
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
-}
-
 func roomsOf(ctx context.Context, base string) (engine.RoomsResponse, error) {
-	var r engine.RoomsResponse
-	err := getJSON(ctx, base+"/debug/rooms", &r)
-	return r, err
+	return observe.Rooms(ctx, base)
 }
 
-// roomOn returns a room's record on one engine and whether it is held.
 func roomOn(ctx context.Context, base string, room uint64) (engine.RoomRecord, bool, error) {
-	r, err := roomsOf(ctx, base)
-	if err != nil {
-		return engine.RoomRecord{}, false, err
-	}
-	for _, rec := range r.Held {
-		if rec.Room == room {
-			return rec, true, nil
-		}
-	}
-	for _, rec := range r.Cleared {
-		if rec.Room == room {
-			return rec, false, nil
-		}
-	}
-	return engine.RoomRecord{}, false, fmt.Errorf("room %d unknown to %s", room, r.Role)
+	return observe.RoomOn(ctx, base, room)
+}
+
+func gauge(ctx context.Context, url, name string) (float64, error) {
+	return observe.Gauge(ctx, url, name)
 }
 
 func eventIndex(rec engine.RoomRecord, kinds ...string) int {
@@ -153,43 +120,6 @@ func eventKinds(rec engine.RoomRecord) []string {
 	return out
 }
 
-func scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	client := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
-	defer client.CloseIdleConnections()
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	tp := expfmt.NewTextParser(pmodel.UTF8Validation)
-	return tp.TextToMetricFamilies(resp.Body)
-}
-
-// gauge sums a metric (gauge or counter) over every rank at url.
-func gauge(ctx context.Context, url, name string) (float64, error) {
-	fams, err := scrape(ctx, url)
-	if err != nil {
-		return 0, err
-	}
-	f, ok := fams[name]
-	if !ok {
-		return 0, fmt.Errorf("metric %s missing at %s", name, url)
-	}
-	sum := 0.0
-	for _, m := range f.GetMetric() {
-		if m.Gauge != nil {
-			sum += m.GetGauge().GetValue()
-		} else if m.Counter != nil {
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum, nil
-}
-
 func gaugeIs(ctx context.Context, url, name string, want float64) error {
 	v, err := gauge(ctx, url, name)
 	if err != nil {
@@ -201,31 +131,9 @@ func gaugeIs(ctx context.Context, url, name string, want float64) error {
 	return nil
 }
 
-var queueGauges = []string{engine.MetricPrefillBootstrapQueue, engine.MetricPrefillInflightQueue,
-	engine.MetricDecodePreallocQueue, engine.MetricDecodeTransferQueue, engine.MetricRunning,
-	engine.MetricQueue, engine.MetricTokenUsage, engine.MetricAwaitingAck}
-
-// drained is nil once every queue gauge on every engine is 0, decode holds
-// no pages and no engine holds a room.
-func drained(ctx context.Context, c *engine.Cluster) error {
-	for _, u := range c.MetricsURLs() {
-		for _, g := range queueGauges {
-			if err := gaugeIs(ctx, u, g, 0); err != nil {
-				return fmt.Errorf("%s: %w", u, err)
-			}
-		}
-	}
-	for _, base := range c.EngineURLs() {
-		r, err := roomsOf(ctx, base)
-		if err != nil {
-			return err
-		}
-		if len(r.Held) > 0 {
-			return fmt.Errorf("%s holds %d rooms, first %d in state %s: %v", r.Role, len(r.Held), r.Held[0].Room, r.Held[0].State, eventKinds(r.Held[0]))
-		}
-	}
-	return nil
-}
+// drained is nil once every slot gauge on every engine is 0 and no engine
+// holds a room.
+func drained(ctx context.Context, c *engine.Cluster) error { return observe.Drained(ctx, c) }
 
 // prompt is a chat long enough to span several KV chunks.
 func prompt(tag string) []model.Message {
