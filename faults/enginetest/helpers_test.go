@@ -17,8 +17,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pdchaos/pdchaos/engine"
-	"github.com/pdchaos/pdchaos/engine/observe"
 	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/engine/observe"
 )
 
 // noLeaks must be the first call of a test: its cleanup, registered first,
