@@ -71,7 +71,7 @@ func (d *Decode) samples() []rankSample {
 		}, counters: map[string]float64{
 			MetricBootstrapFailed: 0, MetricTransferFailed: float64(d.core.TransferFailed),
 			MetricRequests: float64(d.requests.Load()), MetricGenerationTokens: float64(d.tokens.Load()),
-			MetricMalformedControl: 0, MetricStrayChunks: float64(d.core.StrayChunks),
+			MetricMalformedControl: 0, MetricForeignWrites: float64(d.core.ForeignWrites), MetricStrayChunks: float64(d.core.StrayChunks),
 		}})
 	}
 	return out

@@ -24,6 +24,7 @@ const (
 	MetricBootstrapLoopAlive = "pdchaos:bootstrap_loop_alive"
 	MetricMalformedControl   = "pdchaos:malformed_control_msgs_total"
 	MetricStrayChunks        = "pdchaos:stray_kv_chunks_total"
+	MetricForeignWrites      = "pdchaos:kv_foreign_writes_total"
 	MetricAwaitingAck        = "pdchaos:decode_pages_awaiting_ack_reqs"
 	MetricSchedulerHung      = "pdchaos:scheduler_hung"
 )
@@ -50,7 +51,7 @@ func newCollector(model, engineType string, read func() []rankSample) *collector
 	for _, n := range []string{MetricPrefillBootstrapQueue, MetricPrefillInflightQueue, MetricDecodePreallocQueue,
 		MetricDecodeTransferQueue, MetricRunning, MetricQueue, MetricTokenUsage, MetricBootstrapFailed,
 		MetricTransferFailed, MetricRequests, MetricGenerationTokens, MetricBootstrapLoopAlive,
-		MetricMalformedControl, MetricStrayChunks, MetricAwaitingAck, MetricSchedulerHung} {
+		MetricMalformedControl, MetricStrayChunks, MetricForeignWrites, MetricAwaitingAck, MetricSchedulerHung} {
 		c.descs[n] = prometheus.NewDesc(n, "pdchaos bundled engine: "+n, MetricLabels, nil)
 	}
 	return c

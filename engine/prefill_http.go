@@ -66,7 +66,7 @@ func (p *Prefill) samples() []rankSample {
 		}, counters: map[string]float64{
 			MetricBootstrapFailed: float64(p.core.BootstrapFailed), MetricTransferFailed: float64(p.core.TransferFailed),
 			MetricRequests: float64(p.requests.Load()), MetricGenerationTokens: 0,
-			MetricMalformedControl: float64(p.core.Malformed), MetricStrayChunks: 0,
+			MetricMalformedControl: float64(p.core.Malformed), MetricForeignWrites: 0, MetricStrayChunks: 0,
 		}}
 		out = append(out, s)
 	}

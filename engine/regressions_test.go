@@ -375,6 +375,11 @@ func TestRegressionFreeBeforeAck(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("B did not finish")
 		}
+		foreign, err := gauge(t.Context(), decode+"/metrics", engine.MetricForeignWrites)
+		must(t, err)
+		if regressed != (foreign > 0) {
+			t.Errorf("%s = %v on the %s engine", engine.MetricForeignWrites, foreign, map[bool]string{true: "regressed", false: "fixed"}[regressed])
+		}
 		want := model.Expected(textB, 8)
 		if regressed && got == want {
 			t.Fatalf("free-before-ack: B's answer is intact; want corruption from A's late write")

@@ -184,9 +184,24 @@ func checkIntegrity(v *view) CheckResult {
 			bad = append(bad, fmt.Sprintf("room %d (agent %d turn %d): %s", o.Room, o.Agent, o.Turn, o.Integrity))
 		}
 	}
+	// The bundled engine also witnesses corruption itself: a late KV write
+	// that landed in pages another request owns. Its victim may have been
+	// cancelled before anyone read its answer, so count it on its own.
+	for src, ss := range v.scrapes {
+		for i := len(ss) - 1; i >= 0; i-- {
+			if ss[i].Err != "" {
+				continue
+			}
+			if n := int64(ss[i].Counters[engine.MetricForeignWrites]); n > 0 {
+				ev["foreign_kv_writes"] += n
+				bad = append(bad, fmt.Sprintf("%s: %d late KV writes landed in pages another request owned (%s)", src, n, engine.MetricForeignWrites))
+			}
+			break
+		}
+	}
 	switch {
 	case len(bad) > 0:
-		r := result(CheckIntegrity, Fail, ev, "%d corrupted answers: %s", len(bad), joinLimit(bad, 2))
+		r := result(CheckIntegrity, Fail, ev, "%d corruption findings: %s", len(bad), joinLimit(bad, 2))
 		r.Details = bad
 		return r
 	case ev["completed_checked"] == 0:

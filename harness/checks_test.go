@@ -3,6 +3,9 @@ package harness
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/engine"
 )
 
 // TestCheckersOnRecordedLogs judges recorded logs offline: good.jsonl passes
@@ -100,6 +103,29 @@ func TestSkipDoesNotMakeInconclusive(t *testing.T) {
 	for _, n := range []string{CheckRoomsTerminal, CheckNoLeaks} {
 		if c, _ := checks.Get(n); c.Status != Skip {
 			t.Errorf("%s: %s, want skip", n, c.Status)
+		}
+	}
+}
+
+// TestIntegrityCountsEngineWitness: a late KV write the engine saw land in
+// another request's pages fails integrity even when every answer that was
+// read matched (its victim may have been cancelled unread).
+func TestIntegrityCountsEngineWitness(t *testing.T) {
+	t.Parallel()
+	ok := agents.Outcome{Kind: agents.KindCompleted}
+	for _, tc := range []struct {
+		name    string
+		foreign float64
+		want    Status
+	}{{"clean", 0, Pass}, {"witnessed", 3, Fail}} {
+		evs := []Event{
+			{Type: "run", Run: &RunInfo{Scenario: "x"}},
+			{Type: "outcome", Outcome: &ok},
+			{Type: "scrape", Source: "decode", Scrape: &Scrape{Counters: map[string]float64{engine.MetricForeignWrites: tc.foreign}}},
+		}
+		c, _ := Judge(evs, CheckSpec{}).Get(CheckIntegrity)
+		if c.Status != tc.want {
+			t.Errorf("%s: integrity %s (%s), want %s", tc.name, c.Status, c.Summary, tc.want)
 		}
 	}
 }

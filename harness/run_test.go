@@ -125,6 +125,7 @@ func TestRunCatchesRegressions(t *testing.T) {
 		{"bootstrap-thread-death", "abort-storm", CheckLiveness, true},
 		{"decode-abort-leak", "abort-storm", CheckSlotsReleased, true},
 		{"rank-desync", "tp2-abort-storm", CheckLiveness, true},
+		{"free-before-ack", "stale-kv-writes", CheckIntegrity, false},
 	} {
 		t.Run(tc.regression, func(t *testing.T) {
 			// Catches are races: try a few seeds and require one. The
@@ -164,10 +165,6 @@ func TestRunCatchesRegressions(t *testing.T) {
 			}
 		})
 	}
-	t.Run("free-before-ack", func(t *testing.T) {
-		t.Skip("free-before-ack needs a held ABORT, a paused worker and page reuse in one window; " +
-			"no preset scenario catches it reliably yet (engine/regressions_test.go does, deterministically)")
-	})
 }
 
 // TestRunInterrupted is must-show 5: cancel during the fault phase; Run

@@ -138,6 +138,9 @@ type Decode struct {
 	TransferFailed int64
 	// StrayChunks counts chunks written for rooms decode no longer holds.
 	StrayChunks int64
+	// ForeignWrites counts stray chunks that landed in pages another
+	// request owns: KV corruption as it happens.
+	ForeignWrites int64
 }
 
 // NewDecode returns an empty decode side.

@@ -113,7 +113,7 @@ func (d *Decode) preallocate(now time.Time) {
 		n := d.pagesFor(len(req.Tokens))
 		ok := true
 		for r, rk := range d.ranks {
-			pages, got := rk.pool.Alloc(n)
+			pages, got := rk.pool.Alloc(n, req.Room)
 			if !got {
 				for r2 := range r {
 					d.ranks[r2].pool.Free(req.pages[r2])
@@ -236,6 +236,15 @@ func (d *Decode) OnChunk(now time.Time, rank int, room uint64, id int, last bool
 	if !ok || req.stage() != stageTransfer {
 		d.StrayChunks++
 		d.hist.Note(now, room, "decode", rank, "stray-chunk", fmt.Sprintf("chunk %d for a room decode does not hold", id))
+		for _, pg := range pages {
+			if owner := rk.pool.Owner(pg); owner != 0 && owner != room {
+				// The write landed in pages another request owns now: its
+				// KV is corrupted (free-before-ack).
+				d.ForeignWrites++
+				d.hist.Note(now, owner, "decode", rank, "kv-overwritten", fmt.Sprintf("page %d overwritten by a late write for room %d", pg, room))
+				break
+			}
+		}
 		return false
 	}
 	req.chunks[rank][id] = true

@@ -9,19 +9,20 @@ type PagePool struct {
 	pageBytes int
 	data      [][]byte
 	free      []uint32
+	owner     []uint64 // room holding each page; 0 when free
 }
 
 // NewPagePool returns n pages of pageBytes each, all free.
 func NewPagePool(n, pageBytes int) *PagePool {
-	p := &PagePool{pageBytes: pageBytes, data: make([][]byte, n)}
+	p := &PagePool{pageBytes: pageBytes, data: make([][]byte, n), owner: make([]uint64, n)}
 	for i := n - 1; i >= 0; i-- {
 		p.free = append(p.free, uint32(i))
 	}
 	return p
 }
 
-// Alloc takes n pages, or none if fewer are free.
-func (p *PagePool) Alloc(n int) ([]uint32, bool) {
+// Alloc takes n pages for room, or none if fewer are free.
+func (p *PagePool) Alloc(n int, room uint64) ([]uint32, bool) {
 	if n > len(p.free) {
 		return nil, false
 	}
@@ -29,6 +30,7 @@ func (p *PagePool) Alloc(n int) ([]uint32, bool) {
 	for i := range n {
 		out[i] = p.free[len(p.free)-1]
 		p.free = p.free[:len(p.free)-1]
+		p.owner[out[i]] = room
 	}
 	return out, true
 }
@@ -36,8 +38,17 @@ func (p *PagePool) Alloc(n int) ([]uint32, bool) {
 // Free returns pages to the pool.
 func (p *PagePool) Free(pages []uint32) {
 	for i := len(pages) - 1; i >= 0; i-- {
+		p.owner[pages[i]] = 0
 		p.free = append(p.free, pages[i])
 	}
+}
+
+// Owner is the room a page is allocated to, 0 if free or out of range.
+func (p *PagePool) Owner(page uint32) uint64 {
+	if int(page) >= len(p.owner) {
+		return 0
+	}
+	return p.owner[page]
 }
 
 // Write copies b into page at offset, as a remote RDMA write would: it does
