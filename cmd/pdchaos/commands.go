@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/pdchaos/pdchaos/engine/core"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -179,6 +180,13 @@ func newWatchCmd() *cobra.Command {
 				return &exitError{exitHarness, err}
 			}
 			ctx := cmd.Context()
+			// An unreachable or non-Prometheus URL is a harness error (exit
+			// 3), not "no wedge": a watch that sees nothing proves nothing.
+			for _, m := range metrics {
+				if err := probeMetrics(ctx, m); err != nil {
+					return &exitError{exitHarness, err}
+				}
+			}
 			if forD > 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, forD)
@@ -243,4 +251,28 @@ func newFaultsCmd() *cobra.Command {
 	reset.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow non-loopback engine URLs")
 	faultsCmd.AddCommand(reset)
 	return faultsCmd
+}
+
+// probeMetrics scrapes url once and checks it is Prometheus text.
+func probeMetrics(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("watch: --metrics %q: %w", url, err)
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return fmt.Errorf("watch: scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("watch: scrape %s: status %d (is the engine started with --enable-metrics?)", url, resp.StatusCode)
+	}
+	if _, err := harness.ParseMetrics(resp.Body); err != nil {
+		return fmt.Errorf("watch: scrape %s: not Prometheus text: %w", url, err)
+	}
+	return nil
 }

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/pdchaos/pdchaos/engine/observe"
+)
+
+// execute runs the CLI with args and returns its exit code and output.
+func execute(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.ExecuteContext(t.Context())
+	if err == nil {
+		return exitPass, out.String()
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code, out.String() + ee.Error()
+	}
+	return exitHarness, out.String() + err.Error()
+}
+
+func TestRegressionList(t *testing.T) {
+	code, out := execute(t, "engine", "--regression", "list")
+	if code != exitPass {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	for _, r := range core.Catalogue() {
+		if !strings.Contains(out, r.Name) || !strings.Contains(out, r.Symptom) {
+			t.Errorf("list lacks %s or its symptom:\n%s", r.Name, out)
+		}
+	}
+}
+
+func TestBadInputIsAHarnessError(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: bad\nduration: 5s\nengin:\n  tp: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown regression", []string{"engine", "--regression", "nope"}, `unknown regression "nope"`},
+		{"run unknown regression", []string{"run", "abort-storm", "--regression", "nope"}, `unknown regression "nope"`},
+		{"scenario with an unknown key", []string{"run", bad}, "engin"},
+		{"unknown scenario", []string{"run", "no-such-preset"}, "no-such-preset"},
+		{"remote engine host", []string{"engine", "--host", "10.0.0.1"}, "--allow-remote"},
+		{"watch an unreachable engine", []string{"watch", "--metrics", "http://127.0.0.1:1/metrics", "--for", "1s"}, "scrape"},
+		{"watch a remote engine", []string{"watch", "--metrics", "http://192.168.1.1:30000/metrics"}, "--allow-remote"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out := execute(t, tc.args...)
+			if code != exitHarness || !strings.Contains(out, tc.want) {
+				t.Fatalf("exit %d, output %q; want exit %d mentioning %q", code, out, exitHarness, tc.want)
+			}
+		})
+	}
+}
+
+func TestWatchHealthyEngine(t *testing.T) {
+	c, err := engine.StartCluster(t.Context(), engine.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	args := []string{"watch", "--for", "1s", "--window", "500ms"}
+	for _, u := range c.MetricsURLs() {
+		args = append(args, "--metrics", u)
+	}
+	code, out := execute(t, args...)
+	if code != exitPass || !strings.Contains(out, "no wedge") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+}
+
+func TestWatchFlagsAWedge(t *testing.T) {
+	c, err := engine.StartCluster(t.Context(), engine.Config{Regressions: []string{core.DecodeAbortLeak}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	h, _ := c.Hooks()
+	workers := engine.HookSpec{Hook: engine.HookTransferWorkers, Role: "prefill", Rank: -1, Worker: -1}
+	if err := h.Pause(t.Context(), workers); err != nil {
+		t.Fatal(err)
+	}
+	// A request waits for its KV, its client leaves, and decode keeps it
+	// queued for ever: the transfer-queue gauge is stuck at 1.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		body := strings.NewReader(`{"text":"` + strings.Repeat("wedge me ", 200) + `","sampling_params":{"max_new_tokens":4}}`)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.Endpoint()+"/generate", body)
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		if resp, err := (&http.Client{Transport: tr}).Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, err := observe.Gauge(t.Context(), c.MetricsURLs()[1], engine.MetricDecodeTransferQueue)
+		if err == nil && v == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("request never reached decode's transfer queue (%v, %v)", v, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+	cancel()
+	<-done
+	if err := h.ResumeAll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"watch", "--for", "20s", "--window", "1s"}
+	for _, u := range c.MetricsURLs() {
+		args = append(args, "--metrics", u)
+	}
+	start := time.Now()
+	code, out := execute(t, args...)
+	if code != exitViolation || !strings.Contains(out, engine.MetricDecodeTransferQueue) {
+		t.Fatalf("exit %d after %v: %s", code, time.Since(start), out)
+	}
+}
