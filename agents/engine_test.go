@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -21,13 +20,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	promodel "github.com/prometheus/common/model"
 	"go.uber.org/goleak"
 
 	"github.com/pdchaos/pdchaos/agents"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/engine/observe"
 )
 
 // engineConfig is a realistic-enough engine for the presets on 2 cores under
@@ -275,87 +273,11 @@ func latencies(outs []agents.Outcome) (p50TTFT, p99TTFT, meanITL time.Duration) 
 
 // --- engine observation -------------------------------------------------
 
-var httpc = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+func getJSON(ctx context.Context, url string, v any) error { return observe.GetJSON(ctx, url, v) }
 
-func getJSON(ctx context.Context, url string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := httpc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: status %d", url, resp.StatusCode)
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
-}
-
-// gauges scrapes url and sums every metric over its ranks.
-func gauges(ctx context.Context, url string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := httpc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	tp := expfmt.NewTextParser(promodel.UTF8Validation)
-	fams, err := tp.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("parse %s: %w", url, err)
-	}
-	out := map[string]float64{}
-	for name, f := range fams {
-		for _, m := range f.GetMetric() {
-			out[name] += m.GetGauge().GetValue() + m.GetCounter().GetValue()
-		}
-	}
-	return out, nil
-}
-
-// drainGauges must all read 0 on every engine once it has drained: SGLang's
-// PD queues and running count, KV usage (baseline 0) and decode pages held
-// for a prefill ACK.
-var drainGauges = []string{engine.MetricPrefillBootstrapQueue, engine.MetricPrefillInflightQueue,
-	engine.MetricDecodePreallocQueue, engine.MetricDecodeTransferQueue, engine.MetricRunning,
-	engine.MetricQueue, engine.MetricTokenUsage, engine.MetricAwaitingAck}
-
-// drained returns nil once every drain gauge on every engine is 0 and no
+// drained returns nil once every slot gauge on every engine is 0 and no
 // engine holds a room.
-func drained(ctx context.Context, c *engine.Cluster) error {
-	var errs []error
-	for _, u := range c.MetricsURLs() {
-		g, err := gauges(ctx, u)
-		if err != nil {
-			return err
-		}
-		for _, name := range drainGauges {
-			v, ok := g[name]
-			if !ok {
-				errs = append(errs, fmt.Errorf("%s: metric %s missing", u, name))
-			} else if v != 0 {
-				errs = append(errs, fmt.Errorf("%s: %s = %v", u, name, v))
-			}
-		}
-	}
-	for _, base := range c.EngineURLs() {
-		var r engine.RoomsResponse
-		if err := getJSON(ctx, base+"/debug/rooms", &r); err != nil {
-			return err
-		}
-		if len(r.Held) > 0 {
-			h := r.Held[0]
-			errs = append(errs, fmt.Errorf("%s holds %d rooms, oldest %d in state %s (ranks %v, events %+v)",
-				r.Role, len(r.Held), h.Room, h.State, h.Ranks, h.Events))
-		}
-	}
-	return errors.Join(errs...)
-}
+func drained(ctx context.Context, c *engine.Cluster) error { return observe.Drained(ctx, c) }
 
 // roomSummary is what /debug/rooms says about one engine after drain.
 type roomSummary struct {
