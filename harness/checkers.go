@@ -204,6 +204,8 @@ func checkIntegrity(v *view) CheckResult {
 		r := result(CheckIntegrity, Fail, ev, "%d corruption findings: %s", len(bad), joinLimit(bad, 2))
 		r.Details = bad
 		return r
+	case v.run.AnswersUnchecked:
+		return result(CheckIntegrity, Skip, ev, "answers not compared: the target's model is not pdchaos's (--check-answers)")
 	case ev["completed_checked"] == 0:
 		return result(CheckIntegrity, Inconclusive, ev, "no completed answer to check")
 	}

@@ -114,12 +114,13 @@ func TestIntegrityCountsEngineWitness(t *testing.T) {
 	t.Parallel()
 	ok := agents.Outcome{Kind: agents.KindCompleted}
 	for _, tc := range []struct {
-		name    string
-		foreign float64
-		want    Status
-	}{{"clean", 0, Pass}, {"witnessed", 3, Fail}} {
+		name      string
+		foreign   float64
+		unchecked bool
+		want      Status
+	}{{"clean", 0, false, Pass}, {"witnessed", 3, false, Fail}, {"external model", 0, true, Skip}, {"external witnessed", 2, true, Fail}} {
 		evs := []Event{
-			{Type: "run", Run: &RunInfo{Scenario: "x"}},
+			{Type: "run", Run: &RunInfo{Scenario: "x", AnswersUnchecked: tc.unchecked}},
 			{Type: "outcome", Outcome: &ok},
 			{Type: "scrape", Source: "decode", Scrape: &Scrape{Counters: map[string]float64{engine.MetricForeignWrites: tc.foreign}}},
 		}

@@ -56,6 +56,9 @@ type RunInfo struct {
 	Target   string    `json:"target"`
 	BaseWall time.Time `json:"base_wall"`
 	Layers   []string  `json:"layers,omitempty"`
+	// AnswersUnchecked is set when completed answers were not compared
+	// with the fake model (an external deployment's real model).
+	AnswersUnchecked bool `json:"answers_unchecked,omitempty"`
 }
 
 // RoomsSnap is one engine's rooms. Periodic snapshots strip event

@@ -177,7 +177,7 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 	for _, l := range Layers(t) {
 		layers = append(layers, string(l))
 	}
-	r.log.Add(Event{Type: EvRun, Run: &RunInfo{Scenario: sc.Name, Seed: r.seed, Target: r.src.Kind(), BaseWall: r.base, Layers: layers}})
+	r.log.Add(Event{Type: EvRun, Run: &RunInfo{Scenario: sc.Name, Seed: r.seed, Target: r.src.Kind(), BaseWall: r.base, Layers: layers, AnswersUnchecked: r.o.NoAnswerCheck}})
 	if err := RequireLayers(t, sc.Layers()); err != nil {
 		return fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
