@@ -95,6 +95,10 @@ func startDecode(ctx context.Context, cfg Config, addrs DecodeAddrs, links *link
 		return nil, fmt.Errorf("start decode http: %w", err)
 	}
 	var agents []core.DecodeAgent
+	// The agent name changes with every process, like a NIXL agent's memory
+	// registration: a restarted decode refuses writes meant for its
+	// predecessor's pages instead of letting them land in its own.
+	incarnation := time.Now().UnixNano()
 	for r := range cfg.TP {
 		pick := func(l []string) string {
 			if r < len(l) {
@@ -114,7 +118,7 @@ func startDecode(ctx context.Context, cfg Config, addrs DecodeAddrs, links *link
 		d.kvLns = append(d.kvLns, ln)
 		host, port, _ := net.SplitHostPort(pull.Addr())
 		pn, _ := strconv.Atoi(port)
-		agents = append(agents, core.DecodeAgent{IP: host, NotifyPort: pn, Name: fmt.Sprintf("decode-%s-%d", port, r)})
+		agents = append(agents, core.DecodeAgent{IP: host, NotifyPort: pn, Name: fmt.Sprintf("decode-%s-%d-%x", port, r, incarnation)})
 	}
 	d.core = core.NewDecode(core.DecodeConfig{Ranks: cfg.TP, PageSize: cfg.PageSize, Pages: cfg.Pages,
 		WaitingTimeout: cfg.WaitingTimeout, AckTimeout: cfg.AckTimeout, Agents: agents, Regressions: reg}, d.hist)
@@ -305,7 +309,9 @@ func (d *Decode) serveKV(rank int, conn net.Conn) {
 		}
 		d.mu.Lock()
 		var active bool
-		if m.kind == kvChunk {
+		if m.agent != d.core.Config().Agents[rank].Name {
+			d.core.RefuseChunk(time.Now(), rank, m.room, int(m.id), m.agent)
+		} else if m.kind == kvChunk {
 			active = d.core.OnChunk(time.Now(), rank, m.room, int(m.id), m.last, m.pages, int(m.first), m.payload)
 		} else {
 			active = d.core.OnAux(time.Now(), rank, m.room)

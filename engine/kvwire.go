@@ -11,7 +11,8 @@ import (
 // connection (the reply is the write's completion, like an RDMA completion):
 //
 //	u8 kind (1 chunk, 2 aux) | u64 room | u32 chunk id | u8 last | u16 rank |
-//	u32 first token | u32 n pages | n × u32 page | u32 payload len | payload
+//	u32 first token | u32 n pages | n × u32 page | u32 payload len | payload |
+//	u16 agent len | agent (the decode agent whose pages these are)
 //
 // Reply: u8 (0 accepted, 1 room inactive on decode).
 const (
@@ -26,6 +27,7 @@ const (
 )
 
 type kvMsg struct {
+	agent   string // destination agent (decode rank registration)
 	kind    byte
 	room    uint64
 	id      uint32
@@ -62,6 +64,14 @@ func writeKV(w *bufio.Writer, m kvMsg) error {
 		return err
 	}
 	if _, err := w.Write(m.payload); err != nil {
+		return err
+	}
+	var al [2]byte
+	binary.BigEndian.PutUint16(al[:], uint16(len(m.agent)))
+	if _, err := w.Write(al[:]); err != nil {
+		return err
+	}
+	if _, err := w.WriteString(m.agent); err != nil {
 		return err
 	}
 	return w.Flush()
@@ -102,6 +112,15 @@ func readKV(r *bufio.Reader) (kvMsg, error) {
 		return m, fmt.Errorf("read kv message: payload of %d bytes is too large", pl)
 	}
 	m.payload = make([]byte, pl)
-	_, err := io.ReadFull(r, m.payload)
+	if _, err := io.ReadFull(r, m.payload); err != nil {
+		return m, err
+	}
+	var al [2]byte
+	if _, err := io.ReadFull(r, al[:]); err != nil {
+		return m, err
+	}
+	agent := make([]byte, binary.BigEndian.Uint16(al[:]))
+	_, err := io.ReadFull(r, agent)
+	m.agent = string(agent)
 	return m, err
 }

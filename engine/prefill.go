@@ -340,9 +340,9 @@ func (p *Prefill) sendChunk(conns map[string]*kvConn, c *core.Chunk) error {
 	if err != nil {
 		return err
 	}
-	msgs := []kvMsg{{kind: kvChunk, room: c.Room, id: uint32(c.ID), last: c.Last, rank: uint16(c.Rank), first: uint32(c.First), pages: c.Pages, payload: c.Payload}}
+	msgs := []kvMsg{{agent: c.Agent, kind: kvChunk, room: c.Room, id: uint32(c.ID), last: c.Last, rank: uint16(c.Rank), first: uint32(c.First), pages: c.Pages, payload: c.Payload}}
 	if c.Last {
-		msgs = append(msgs, kvMsg{kind: kvAux, room: c.Room, rank: uint16(c.Rank)})
+		msgs = append(msgs, kvMsg{agent: c.Agent, kind: kvAux, room: c.Room, rank: uint16(c.Rank)})
 	}
 	for _, m := range msgs {
 		_ = kc.conn.SetDeadline(time.Now().Add(5 * time.Second))

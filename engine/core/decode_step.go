@@ -255,6 +255,14 @@ func (d *Decode) OnChunk(now time.Time, rank int, room uint64, id int, last bool
 	return true
 }
 
+// RefuseChunk records a chunk decode did not write because it was addressed
+// to another agent: the pages of a registration this process never made
+// (a restarted decode), as an RDMA write to a stale memory key fails.
+func (d *Decode) RefuseChunk(now time.Time, rank int, room uint64, id int, agent string) {
+	d.StrayChunks++
+	d.hist.Note(now, room, "decode", rank, "stale-registration", fmt.Sprintf("chunk %d addressed to agent %q refused", id, agent))
+}
+
 // OnAux records the completion notice that follows a rank's last chunk.
 func (d *Decode) OnAux(now time.Time, rank int, room uint64) bool {
 	req, ok := d.byRoom[room]

@@ -77,6 +77,7 @@ type Chunk struct {
 	Last     bool
 	Rank     int
 	KVAddr   string   // decode rank's KV listener
+	Agent    string   // decode agent the pages belong to (its registration)
 	Pages    []uint32 // destination pages on decode
 	First    int      // first token position in this chunk
 	Payload  []byte   // this rank's slice of KV bytes for the chunk's tokens
