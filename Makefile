@@ -4,6 +4,7 @@ BIN       := bin/pdchaos
 DURATION  ?= 1m
 TARGET    ?= bundled
 RESULTS_DIR ?= $(CURDIR)/runs
+LABELS    ?=
 # Packages with goroutines and sockets run under the race detector.
 RACE_PKGS := ./engine/... ./faults/... ./agents/... ./harness/...
 
@@ -22,11 +23,12 @@ run: build
 deps:
 	@bash scripts/setup-test-deps.sh || echo "warning: python3-zmq could not be installed; ZMTP interop tests will skip (set PDCHAOS_REQUIRE_PYZMQ=1 to fail instead)" >&2
 
-## test: everything CI runs — vet, race detector on concurrent packages, all tests
+## test: everything CI runs — vet, race detector on concurrent packages, all tests except the
+## Ginkgo gate (minutes of scenario runs: `make gate`)
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 8m $(RACE_PKGS)
-	$(GO) test -count=1 -timeout 8m $$($(GO) list ./... | grep -v -e /engine -e /faults -e /agents -e /harness)
+	$(GO) test -count=1 -timeout 8m $$($(GO) list ./... | grep -v -e /engine -e /faults -e /agents -e /harness -e /suites/gate)
 
 test-short:
 	$(GO) test -short -count=1 ./...
@@ -35,11 +37,14 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
 
-## gate: pre-release gate — the preset abort-storm passes on the fixed engine, every
-## regression is caught by its scenario, the external target judges the engine run as processes.
-## (The Ginkgo suite with JUnit output replaces this once suites/gate exists.)
-gate: build
-	$(GO) test -count=1 -timeout 30m -v -run 'TestRunAbortStormPasses|TestRunCatchesRegressions|TestExternalOnProcs' ./harness/
+## gate: pre-release gate, the Ginkgo suite in suites/gate: every preset passes on the fixed
+## engine and every regression is caught by its scenario. JUnit lands in RESULTS_DIR/junit.xml,
+## failed specs keep their runs under RESULTS_DIR/gate/. Narrow it with a label query, e.g.
+## make gate LABELS='regression:rank-desync || fault:reset-peer'
+gate:
+	@mkdir -p $(RESULTS_DIR)
+	PDCHAOS_RESULTS_DIR=$(RESULTS_DIR) $(GO) test -count=1 -timeout 45m -v ./suites/gate/ -ginkgo.v \
+		-ginkgo.junit-report=$(RESULTS_DIR)/junit.xml $(if $(LABELS),-ginkgo.label-filter='$(LABELS)')
 
 ## soak: long soak, e.g. make soak DURATION=8h TARGET=external ARGS="--router http://... --metrics ..."
 soak: build

@@ -1,0 +1,133 @@
+package gate
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/pdchaos/pdchaos/harness"
+	"github.com/pdchaos/pdchaos/suites/labels"
+)
+
+// Spec timeouts: a run is its scenario's length (10-12 s) plus drain,
+// probes and shutdown (worst case about 45 s when the engine is wedged).
+const (
+	passTimeout  = 3 * time.Minute
+	catchTimeout = 5 * time.Minute // up to catchTries runs
+	grace        = 45 * time.Second
+	catchTries   = 3
+)
+
+var _ = Describe("pre-release gate", Serial, func() {
+	v := labels.New()
+
+	Describe("presets pass on the fixed engine", func() {
+		for _, p := range []struct {
+			name       string
+			components []string
+			disruptive bool
+		}{
+			{"abort-storm", []string{"engine"}, false},
+			{"kill-all-cascade", []string{"engine", "agents"}, false},
+			{"abort-overtakes-metadata", []string{"control-link", "prefill"}, false},
+			{"late-registration", []string{"control-link"}, false},
+			{"paused-transfer-workers", []string{"transfer"}, false},
+			{"control-link-reset", []string{"control-link"}, false},
+			{"decode-restart", []string{"decode", "procs"}, true},
+			{"tp2-abort-storm", []string{"tp"}, false},
+			{"stale-kv-writes", []string{"kv-pool", "transfer"}, false},
+		} {
+			ls := append(scenarioLabels(p.name), labels.Slow)
+			for _, c := range p.components {
+				ls = append(ls, labels.Component(c))
+			}
+			if p.disruptive {
+				ls = append(ls, labels.Disruptive)
+			}
+			It(p.name, v.Label(ls...), func(ctx SpecContext) {
+				dir := specDir()
+				sc := loadPreset(p.name)
+				var bin string
+				if sc.Target == "procs" {
+					bin = buildPdchaos(ctx)
+				}
+				res := run(ctx, sc, specSeed(0), source(sc, bin, dir), dir)
+				reportFigures(res)
+				Expect(res.Interrupted).To(BeFalse(), "run interrupted (spec timeout?)")
+				var bad []string
+				for _, c := range res.Checks {
+					if c.Status != harness.Pass && c.Status != harness.Skip {
+						bad = append(bad, fmt.Sprintf("%s: %s: %s", c.Name, c.Status, c.Summary))
+					}
+				}
+				Expect(bad).To(BeEmpty(), "checks not pass/skip (run %s)", res.RunDir)
+				Expect(res.Verdict).To(Equal(harness.Pass), "verdict (run %s)%s", res.RunDir, checksLine(res.Checks))
+			}, SpecTimeout(passTimeout), GracePeriod(grace))
+		}
+	})
+
+	// The catching scenario of every regression, as in harness's
+	// TestRunCatchesRegressions.
+	catches := []struct{ regression, scenario, check string }{
+		{core.AbortBeforeStatus, "abort-overtakes-metadata", harness.CheckRoomsTerminal},
+		{core.StatusResurrection, "paused-transfer-workers", harness.CheckRoomsTerminal},
+		{core.UnknownRoomWaiting, "late-registration", harness.CheckRoomsTerminal},
+		{core.BootstrapThreadDeath, "abort-storm", harness.CheckLiveness},
+		{core.DecodeAbortLeak, "abort-storm", harness.CheckSlotsReleased},
+		{core.RankDesync, "tp2-abort-storm", harness.CheckLiveness},
+		{core.FreeBeforeAck, "stale-kv-writes", harness.CheckIntegrity},
+	}
+
+	Describe("regressions are caught", func() {
+		It("every regression in the engine catalogue has a catching scenario", func(ctx SpecContext) {
+			var missing []string
+			for _, name := range core.Names() {
+				if !slices.ContainsFunc(catches, func(c struct{ regression, scenario, check string }) bool {
+					return c.regression == name
+				}) {
+					missing = append(missing, name)
+				}
+			}
+			Expect(missing).To(BeEmpty(), "regressions no gate spec catches")
+		}, SpecTimeout(time.Minute))
+
+		for _, c := range catches {
+			ls := append(scenarioLabels(c.scenario), labels.Slow, labels.Regression(c.regression))
+			text := fmt.Sprintf("%s by %s (%s)", c.regression, c.scenario, c.check)
+			It(text, v.Label(ls...), func(ctx SpecContext) {
+				dir := specDir()
+				// Catches are races: try up to catchTries seeds, first
+				// catch wins; misses go to the report so a falling catch
+				// rate shows.
+				var caught *harness.Result
+				var misses []string
+				for try := 0; try < catchTries && caught == nil && ctx.Err() == nil; try++ {
+					sc := loadPreset(c.scenario, c.regression)
+					Expect(sc.Target).NotTo(Equal("procs"), "regressions need the in-process engine")
+					res := run(ctx, sc, specSeed(try), harness.Bundled{}, dir)
+					got, _ := res.Checks.Get(c.check)
+					if res.Verdict == harness.Fail && got.Status == harness.Fail {
+						caught = res
+						AddReportEntry("caught_on_try", try+1)
+						AddReportEntry("first_failure", res.FirstFailure)
+						break
+					}
+					miss := fmt.Sprintf("seed %d: verdict %s, %s %s; failed %v", res.Seed, res.Verdict, c.check, got.Status, res.Checks.Failed())
+					misses = append(misses, miss)
+					AddReportEntry(fmt.Sprintf("miss_%d", try+1), miss)
+				}
+				Expect(caught).NotTo(BeNil(), "%s not caught by %s (%s) in %d seeds:\n%v",
+					c.regression, c.scenario, c.check, catchTries, misses)
+				reportFigures(caught)
+				if c.check == harness.CheckRoomsTerminal {
+					rt, _ := caught.Checks.Get(c.check)
+					Expect(rt.Stuck).NotTo(BeEmpty(), "rooms-terminal failed without naming rooms")
+				}
+			}, SpecTimeout(catchTimeout), GracePeriod(grace))
+		}
+	})
+})
