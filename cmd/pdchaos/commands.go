@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/spf13/pflag"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,7 +21,36 @@ import (
 
 // addCommands registers the harness commands (run, soak, watch, faults).
 func addCommands(root *cobra.Command) {
-	root.AddCommand(newRunCmd(), newSoakCmd(), newWatchCmd(), newFaultsCmd())
+	root.AddCommand(newRunCmd(), newReproCmd(), newSoakCmd(), newWatchCmd(), newFaultsCmd())
+}
+
+// newReproCmd replays a run from its bundle: the resolved scenario with its
+// seed and regressions, on the same kind of target.
+func newReproCmd() *cobra.Command {
+	run := newRunCmd()
+	run.SilenceUsage, run.SilenceErrors = true, true
+	cmd := &cobra.Command{
+		Use:   "repro RUN_DIR|repro.yaml",
+		Short: "Replay a run from its repro.yaml (same scenario, seed and regressions) and give the verdict again",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := args[0]
+			if st, err := os.Stat(path); err == nil && st.IsDir() {
+				path = filepath.Join(path, "repro.yaml")
+			}
+			if _, err := os.Stat(path); err != nil {
+				return &exitError{exitHarness, fmt.Errorf("repro: %w", err)}
+			}
+			rest := []string{path}
+			cmd.Flags().Visit(func(f *pflag.Flag) { rest = append(rest, "--"+f.Name+"="+f.Value.String()) })
+			run.SetArgs(rest)
+			run.SetOut(cmd.OutOrStdout())
+			run.SetErr(cmd.ErrOrStderr())
+			return run.ExecuteContext(cmd.Context())
+		},
+	}
+	cmd.Flags().AddFlagSet(run.Flags())
+	return cmd
 }
 
 // targetFlags choose and describe the target of run and soak.

@@ -141,3 +141,10 @@ func TestWatchFlagsAWedge(t *testing.T) {
 		t.Fatalf("exit %d after %v: %s", code, time.Since(start), out)
 	}
 }
+
+func TestReproOfAMissingBundle(t *testing.T) {
+	code, out := execute(t, "repro", filepath.Join(t.TempDir(), "nope"))
+	if code != exitHarness || !strings.Contains(out, "repro") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+}
