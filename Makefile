@@ -54,6 +54,11 @@ soak: build
 repro: build
 	$(BIN) repro $(BUNDLE)
 
+## repro-REGRESSION: catch rate of a known regression over SEEDS seeds (default 20),
+## e.g. make repro-free-before-ack SEEDS=20 (GATE.md asks for at least 19 of 20)
+repro-%: build
+	RESULTS_DIR=$(RESULTS_DIR) bash scripts/catch-rate.sh $* $(or $(SEEDS),20)
+
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=2000x ./agents/ ./engine/...
 

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# catch-rate.sh REGRESSION [SEEDS] — run the regression's catching scenario
+# with the regression switched on over SEEDS seeds (default 20) and print
+# how many runs failed (caught). GATE.md asks for at least 19 of 20.
+set -euo pipefail
+reg=${1:?usage: catch-rate.sh REGRESSION [SEEDS]}
+n=${2:-20}
+bin=${PDCHAOS:-bin/pdchaos}
+case "$reg" in
+  abort-before-status)    scenario=abort-overtakes-metadata ;;
+  status-resurrection)    scenario=paused-transfer-workers ;;
+  unknown-room-waiting)   scenario=late-registration ;;
+  bootstrap-thread-death) scenario=abort-storm ;;
+  decode-abort-leak)      scenario=abort-storm ;;
+  rank-desync)            scenario=tp2-abort-storm ;;
+  free-before-ack)        scenario=stale-kv-writes ;;
+  *) echo "catch-rate: unknown regression '$reg' (see: $bin engine --regression list)" >&2; exit 3 ;;
+esac
+results=${RESULTS_DIR:-runs}/catch-rate-$reg
+mkdir -p "$results"
+caught=0
+for seed in $(seq 1 "$n"); do
+  code=0
+  "$bin" run "$scenario" --regression "$reg" --seed "$seed" --results "$results" >"$results/seed-$seed.log" 2>&1 || code=$?
+  case $code in
+    1) caught=$((caught + 1)); echo "seed $seed: caught" ;;
+    0) echo "seed $seed: MISSED (run passed)" ;;
+    *) echo "seed $seed: exit $code (see $results/seed-$seed.log)" ;;
+  esac
+done
+echo "$reg caught by $scenario in $caught of $n seeds"
