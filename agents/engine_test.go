@@ -24,6 +24,7 @@ import (
 
 	"github.com/pdchaos/pdchaos/agents"
 	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/clustertest"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/engine/observe"
 )
@@ -49,19 +50,7 @@ func noLeaks(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }
 
-func startEngine(t *testing.T, cfg engine.Config) *engine.Cluster {
-	t.Helper()
-	c, err := engine.StartCluster(t.Context(), cfg, nil)
-	if err != nil {
-		t.Fatalf("start cluster: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(context.Background()); err != nil {
-			t.Errorf("close cluster: %v", err)
-		}
-	})
-	return c
-}
+func startEngine(t *testing.T, cfg engine.Config) *engine.Cluster { return clustertest.Start(t, cfg) }
 
 // outcomes is a Sink that keeps every outcome.
 type outcomes struct {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/clustertest"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"go.uber.org/goleak"
 )
@@ -23,19 +24,7 @@ func noLeaks(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }
 
-func startCluster(t *testing.T, cfg engine.Config) *engine.Cluster {
-	t.Helper()
-	c, err := engine.StartCluster(t.Context(), cfg, nil)
-	if err != nil {
-		t.Fatalf("start cluster: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(context.Background()); err != nil {
-			t.Errorf("close cluster: %v", err)
-		}
-	})
-	return c
-}
+func startCluster(t *testing.T, cfg engine.Config) *engine.Cluster { return clustertest.Start(t, cfg) }
 
 // chat streams one chat completion and returns the concatenated content.
 func chat(ctx context.Context, client *http.Client, endpoint string, msgs []model.Message, maxTokens int) (string, error) {

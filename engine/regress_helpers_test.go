@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/clustertest"
 	"github.com/pdchaos/pdchaos/engine/observe"
 )
 
@@ -145,28 +146,7 @@ func heldWorker(ctx context.Context, h engine.Hooks) (engine.HookState, error) {
 // room, so a test can aim at a transfer worker (room % workers) and abort
 // the request on one side only.
 func generate(ctx context.Context, endpoint, rid string, room uint64, text string, maxTokens int) (string, error) {
-	body, _ := json.Marshal(engine.GenerateRequest{Rid: rid, Text: text, BootstrapRoom: &room,
-		SamplingParams: engine.SamplingParams{MaxNewTokens: maxTokens}})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/generate", bytes.NewReader(body))
-	if err != nil {
-		return "", err
-	}
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("generate %s: status %d: %s", rid, resp.StatusCode, b)
-	}
-	var out engine.GenerateChunk
-	if err := json.Unmarshal(b, &out); err != nil {
-		return "", err
-	}
-	return out.Text, nil
+	return clustertest.Generate(ctx, endpoint, rid, room, text, maxTokens)
 }
 
 // background runs f until the test ends, cancelling its ctx first.

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/clustertest"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/engine/observe"
 )
@@ -30,19 +31,7 @@ func noLeaks(t *testing.T, extra ...goleak.Option) {
 }
 
 // startCluster starts the in-process engine and closes it when the test ends.
-func startCluster(t *testing.T, cfg engine.Config) *engine.Cluster {
-	t.Helper()
-	c, err := engine.StartCluster(t.Context(), cfg, nil)
-	if err != nil {
-		t.Fatalf("start cluster: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(context.Background()); err != nil {
-			t.Errorf("close cluster: %v", err)
-		}
-	})
-	return c
-}
+func startCluster(t *testing.T, cfg engine.Config) *engine.Cluster { return clustertest.Start(t, cfg) }
 
 // shortDeadlines makes the fixed engine's backstops (bootstrap, inflight,
 // waiting, ack) fire after a second, so lost messages heal quickly.
@@ -219,28 +208,7 @@ func chatExact(ctx context.Context, endpoint string, msgs []model.Message, maxTo
 // generate sends SGLang /generate through the router with a chosen rid and
 // room and returns the text.
 func generate(ctx context.Context, endpoint, rid string, room uint64, text string, maxTokens int) (string, error) {
-	body, _ := json.Marshal(engine.GenerateRequest{Rid: rid, Text: text, BootstrapRoom: &room,
-		SamplingParams: engine.SamplingParams{MaxNewTokens: maxTokens}})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/generate", bytes.NewReader(body))
-	if err != nil {
-		return "", err
-	}
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("generate %s: status %d: %s", rid, resp.StatusCode, b)
-	}
-	var out engine.GenerateChunk
-	if err := json.Unmarshal(b, &out); err != nil {
-		return "", err
-	}
-	return out.Text, nil
+	return clustertest.Generate(ctx, endpoint, rid, room, text, maxTokens)
 }
 
 // async runs f in a goroutine and returns a channel with its one result.
