@@ -16,6 +16,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/pdchaos/pdchaos/agents/internal/fakeserver"
+	"github.com/pdchaos/pdchaos/contract"
 )
 
 // benchRate is the request rate both benchmarks drive, so their CPU per
@@ -109,7 +110,7 @@ func BenchmarkVegeta(b *testing.B) {
 	tr := newTransport(10000)
 	defer tr.CloseIdleConnections()
 	atk := vegeta.NewAttacker(vegeta.Client(&http.Client{Transport: tr}))
-	targeter := vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodPost, URL: url + ChatPath,
+	targeter := vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodPost, URL: url + contract.PathChatCompletions,
 		Body: body, Header: http.Header{"Content-Type": {"application/json"}}})
 	b.ResetTimer()
 	cpu0, t0 := cpuTime(), time.Now()

@@ -13,12 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
-
-// RoomHeader is the response header in which the router reports the
-// request's bootstrap room, so an outcome can be joined with room histories.
-const RoomHeader = "X-PD-Bootstrap-Room"
 
 // causeError values are context cancellation causes: the first cause wins,
 // which is what gives every request exactly one outcome.
@@ -137,7 +134,7 @@ func (c *caller) send(ctx context.Context, o *Outcome, body []byte, st *stream,
 	}
 	defer resp.Body.Close()
 	o.Status = resp.StatusCode
-	if v := resp.Header.Get(RoomHeader); v != "" {
+	if v := resp.Header.Get(contract.RoomHeader); v != "" {
 		if room, perr := strconv.ParseUint(v, 10, 64); perr == nil {
 			o.Room, o.HasRoom = room, true
 		}

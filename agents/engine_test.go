@@ -23,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/clustertest"
 	"github.com/pdchaos/pdchaos/engine/model"
@@ -271,7 +272,7 @@ func drained(ctx context.Context, c *engine.Cluster) error { return observe.Drai
 // roomSummary is what /debug/rooms says about one engine after drain.
 type roomSummary struct {
 	role    string
-	cleared map[uint64]engine.RoomRecord
+	cleared map[uint64]contract.RoomRecord
 	last    map[string]int // cleared rooms by last status
 }
 
@@ -281,7 +282,7 @@ type roomSummary struct {
 var deadlineMarks = []string{"bootstrap timeout", "inflight timeout", "waiting timeout", "orphan swept", "ack-timeout"}
 
 // deadlineOf names the engine deadline that ended rec, or "".
-func deadlineOf(rec engine.RoomRecord) string {
+func deadlineOf(rec contract.RoomRecord) string {
 	for _, e := range rec.Events {
 		for _, m := range deadlineMarks {
 			if strings.Contains(e.Detail, m) || e.Kind == m {
@@ -298,14 +299,14 @@ func roomsTerminal(t *testing.T, c *engine.Cluster) []roomSummary {
 	t.Helper()
 	var out []roomSummary
 	for _, base := range c.EngineURLs() {
-		var r engine.RoomsResponse
-		if err := getJSON(t.Context(), base+"/debug/rooms", &r); err != nil {
+		var r contract.RoomsResponse
+		if err := getJSON(t.Context(), base+contract.PathDebugRooms, &r); err != nil {
 			t.Fatalf("debug rooms: %v", err)
 		}
 		if len(r.Held) > 0 {
 			t.Errorf("%s still holds %d rooms after drain, first %+v", r.Role, len(r.Held), r.Held[0])
 		}
-		s := roomSummary{role: r.Role, cleared: map[uint64]engine.RoomRecord{}, last: map[string]int{}}
+		s := roomSummary{role: r.Role, cleared: map[uint64]contract.RoomRecord{}, last: map[string]int{}}
 		bad := 0
 		for _, rec := range r.Cleared {
 			s.cleared[rec.Room] = rec
@@ -385,7 +386,7 @@ func freshAnswer(t *testing.T, c *engine.Cluster) {
 	body, _ := json.Marshal(map[string]any{"model": "pdchaos", "stream": true, "max_tokens": maxTokens, "messages": msgs})
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.Endpoint()+agents.ChatPath, bytes.NewReader(body))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.Endpoint()+contract.PathChatCompletions, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
@@ -435,7 +436,7 @@ func freshAnswer(t *testing.T, c *engine.Cluster) {
 	if want := model.ExpectedChat(msgs, maxTokens); got.String() != want {
 		t.Fatalf("fresh request answer:\n got %q\nwant %q", got.String(), want)
 	}
-	t.Logf("fresh request after drain: %d-token answer exact (room %s)", maxTokens, resp.Header.Get(agents.RoomHeader))
+	t.Logf("fresh request after drain: %d-token answer exact (room %s)", maxTokens, resp.Header.Get(contract.RoomHeader))
 }
 
 // --- the tests ------------------------------------------------------------

@@ -16,6 +16,7 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
@@ -148,7 +149,7 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopConfig) error {
 	}
 	base := newTransport(10000)
 	defer base.CloseIdleConnections()
-	url := strings.TrimRight(cfg.Endpoint, "/") + ChatPath
+	url := strings.TrimRight(cfg.Endpoint, "/") + contract.PathChatCompletions
 	var next atomic.Uint64
 	targeter := func(t *vegeta.Target) error {
 		n := next.Add(1) - 1
@@ -222,7 +223,7 @@ func openLoopOutcome(res *vegeta.Result, r *olReq, cfg OpenLoopConfig, o OpenLoo
 	if !r.first.IsZero() {
 		out.TTFT = r.first.Sub(r.sent)
 	}
-	if v := res.Headers.Get(RoomHeader); v != "" {
+	if v := res.Headers.Get(contract.RoomHeader); v != "" {
 		if room, err := strconv.ParseUint(v, 10, 64); err == nil {
 			out.Room, out.HasRoom = room, true
 		}

@@ -11,10 +11,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-)
 
-// ChatPath is appended to Config.Endpoint: the OpenAI chat completions route.
-const ChatPath = "/v1/chat/completions"
+	"github.com/pdchaos/pdchaos/contract"
+)
 
 // ErrNotRunning is returned by KillAll when the swarm has not started or has
 // already stopped, so a fault that verifies its effect can tell a no-op.
@@ -92,7 +91,7 @@ func New(cfg Config) (*Swarm, error) {
 		s.transport = newTransport(o.Agents * (1 + o.MaxSubRequests))
 		client = &http.Client{Transport: s.transport}
 	}
-	s.caller = caller{client: client, url: strings.TrimRight(cfg.Endpoint, "/") + ChatPath,
+	s.caller = caller{client: client, url: strings.TrimRight(cfg.Endpoint, "/") + contract.PathChatCompletions,
 		base: cfg.Base, hang: o.HangTimeout, check: cfg.Check, counters: &s.counters, sink: cfg.Sink}
 	return s, nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pdchaos/pdchaos/contract"
 )
 
 // Cluster is the whole bundled engine in one process: a router, one
@@ -58,7 +60,7 @@ func (c *Cluster) Endpoint() string {
 
 // MetricsURLs lists each engine's /metrics.
 func (c *Cluster) MetricsURLs() []string {
-	return []string{"http://" + c.Prefill.Addrs().HTTP + "/metrics", "http://" + c.Decode.Addrs().HTTP + "/metrics"}
+	return []string{"http://" + c.Prefill.Addrs().HTTP + contract.PathMetrics, "http://" + c.Decode.Addrs().HTTP + contract.PathMetrics}
 }
 
 // EngineURLs lists each engine's base URL (for /debug/rooms and /health).
@@ -67,19 +69,19 @@ func (c *Cluster) EngineURLs() []string {
 }
 
 // Links lists the cluster's named TCP hops.
-func (c *Cluster) Links() []Link {
+func (c *Cluster) Links() []contract.Link {
 	pa, da := c.Prefill.Addrs(), c.Decode.Addrs()
-	links := []Link{
-		{Name: "client-router", From: "client", To: "router", Kind: LinkHTTP, Addr: c.Router.Addr()},
-		{Name: "router-prefill", From: "router", To: "prefill", Kind: LinkHTTP, Addr: pa.HTTP},
-		{Name: "router-decode", From: "router", To: "decode", Kind: LinkHTTP, Addr: da.HTTP},
-		{Name: "bootstrap", From: "decode", To: "prefill", Kind: LinkHTTP, Addr: pa.Bootstrap},
+	links := []contract.Link{
+		{Name: "client-router", From: "client", To: "router", Kind: contract.LinkHTTP, Addr: c.Router.Addr()},
+		{Name: "router-prefill", From: "router", To: "prefill", Kind: contract.LinkHTTP, Addr: pa.HTTP},
+		{Name: "router-decode", From: "router", To: "decode", Kind: contract.LinkHTTP, Addr: da.HTTP},
+		{Name: "bootstrap", From: "decode", To: "prefill", Kind: contract.LinkHTTP, Addr: pa.Bootstrap},
 	}
 	for r := range pa.Control {
 		links = append(links,
-			Link{Name: fmt.Sprintf("control/%d", r), From: "decode", To: "prefill", Kind: LinkZMTP, Addr: pa.Control[r]},
-			Link{Name: fmt.Sprintf("notify/%d", r), From: "prefill", To: "decode", Kind: LinkZMTP, Addr: da.Notify[r]},
-			Link{Name: fmt.Sprintf("kv/%d", r), From: "prefill", To: "decode", Kind: LinkKV, Addr: da.KV[r]})
+			contract.Link{Name: fmt.Sprintf("control/%d", r), From: "decode", To: "prefill", Kind: contract.LinkZMTP, Addr: pa.Control[r]},
+			contract.Link{Name: fmt.Sprintf("notify/%d", r), From: "prefill", To: "decode", Kind: contract.LinkZMTP, Addr: da.Notify[r]},
+			contract.Link{Name: fmt.Sprintf("kv/%d", r), From: "prefill", To: "decode", Kind: contract.LinkKV, Addr: da.KV[r]})
 	}
 	return links
 }
@@ -87,8 +89,8 @@ func (c *Cluster) Links() []Link {
 // Interpose routes new connections on the named link through via and
 // drops pooled ones, so traffic flows through the proxy from now on. For
 // client-router it changes Endpoint, which clients read when they start.
-func (c *Cluster) Interpose(_ context.Context, name, via string) (Restore, error) {
-	var link *Link
+func (c *Cluster) Interpose(_ context.Context, name, via string) (contract.Restore, error) {
+	var link *contract.Link
 	var names []string
 	for _, l := range c.Links() {
 		names = append(names, l.Name)
@@ -97,7 +99,7 @@ func (c *Cluster) Interpose(_ context.Context, name, via string) (Restore, error
 		}
 	}
 	if link == nil {
-		return nil, fmt.Errorf("interpose on link %q: %w: no such link (links: %s)", name, ErrUnsupported, strings.Join(names, ", "))
+		return nil, fmt.Errorf("interpose on link %q: %w: no such link (links: %s)", name, contract.ErrUnsupported, strings.Join(names, ", "))
 	}
 	if name == "client-router" {
 		c.mu.Lock()
@@ -120,13 +122,13 @@ func (c *Cluster) Interpose(_ context.Context, name, via string) (Restore, error
 }
 
 // Hooks returns every pause gate of prefill and decode.
-func (c *Cluster) Hooks() (Hooks, error) {
+func (c *Cluster) Hooks() (contract.Hooks, error) {
 	return append(c.Prefill.Hooks().(hookSet), c.Decode.Hooks().(hookSet)...), nil
 }
 
 // Processes is unsupported: the in-process cluster has no role processes.
-func (c *Cluster) Processes() (Processes, error) {
-	return nil, fmt.Errorf("process control: %w: the in-process cluster runs every role in one process (run roles as processes for process faults)", ErrUnsupported)
+func (c *Cluster) Processes() (contract.Processes, error) {
+	return nil, fmt.Errorf("process control: %w: the in-process cluster runs every role in one process (run roles as processes for process faults)", contract.ErrUnsupported)
 }
 
 // Health checks every role's /health.
@@ -134,7 +136,7 @@ func (c *Cluster) Health(ctx context.Context) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	defer client.CloseIdleConnections()
 	for _, u := range []string{"http://" + c.Router.Addr(), "http://" + c.Prefill.Addrs().HTTP, "http://" + c.Decode.Addrs().HTTP} {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/health", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+contract.PathHealth, nil)
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/pdchaos/pdchaos/contract"
 )
 
 // Config configures the bundled engine. Zero values take the documented
@@ -51,7 +51,7 @@ type Config struct {
 }
 
 // withDefaults validates c and fills in defaults.
-func (c Config) withDefaults() (Config, core.Regressions, error) {
+func (c Config) withDefaults() (Config, contract.Regressions, error) {
 	if c.Model == "" {
 		c.Model = "pdchaos-fake"
 	}
@@ -99,7 +99,7 @@ func (c Config) withDefaults() (Config, core.Regressions, error) {
 	if c.CheckInterval <= 0 {
 		c.CheckInterval = 5 * time.Millisecond
 	}
-	reg, err := core.ParseRegressions(c.Regressions)
+	reg, err := contract.ParseRegressions(c.Regressions)
 	if err != nil {
 		return c, nil, fmt.Errorf("engine config: %w", err)
 	}

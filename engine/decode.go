@@ -14,8 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/core"
-	"github.com/pdchaos/pdchaos/engine/zmtp"
+	"github.com/pdchaos/pdchaos/gate"
+	"github.com/pdchaos/pdchaos/zmtp"
 )
 
 // Decode is a running decode role: HTTP server, one notify PULL socket and
@@ -46,7 +48,7 @@ type Decode struct {
 	pulls   []*zmtp.Pull
 	kvConns sync.Map
 
-	schedGate Gate
+	schedGate gate.Gate
 	requests  atomic.Int64
 	tokens    atomic.Int64
 	ridSeq    atomic.Uint64
@@ -394,7 +396,7 @@ func (d *Decode) heartbeatLoop() {
 		d.mu.Unlock()
 		for _, b := range peers {
 			ctx, cancel := context.WithTimeout(d.ctx, d.cfg.HeartbeatInterval)
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b+"/health", nil)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b+contract.PathHealth, nil)
 			resp, err := d.client.Do(req)
 			cancel()
 			if err == nil {

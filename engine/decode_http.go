@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/core"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,19 +17,19 @@ import (
 )
 
 // Hooks returns the role's pause gates.
-func (d *Decode) Hooks() Hooks {
-	return hookSet{{HookSpec{Hook: HookScheduler, Role: "decode", Rank: 0, Worker: -1}, &d.schedGate}}
+func (d *Decode) Hooks() contract.Hooks {
+	return hookSet{{contract.HookSpec{Hook: contract.HookScheduler, Role: "decode", Rank: 0, Worker: -1}, &d.schedGate}}
 }
 
 func (d *Decode) routesHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(d.cfg.Model, "decode", d.samples))
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /generate", d.handleGenerate)
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc("GET /health_generate", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("POST /abort_request", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+contract.PathGenerate, d.handleGenerate)
+	mux.HandleFunc("GET "+contract.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET "+contract.PathHealthGenerate, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.Handle("GET "+contract.PathMetrics, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("POST "+contract.PathAbortRequest, func(w http.ResponseWriter, r *http.Request) {
 		var req abortRequest
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		if req.Rid != "" {
@@ -39,16 +40,16 @@ func (d *Decode) routesHandler() http.Handler {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	mux.HandleFunc("GET /get_server_info", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+contract.PathServerInfo, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, serverInfo(d.cfg, "decode", d.Addrs()))
 	})
-	mux.HandleFunc("GET /debug/rooms", loopbackOnly(func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+contract.PathDebugRooms, loopbackOnly(func(w http.ResponseWriter, r *http.Request) {
 		d.mu.Lock()
 		held, cleared := d.hist.Snapshot()
 		d.mu.Unlock()
-		writeJSON(w, RoomsResponse{Role: "decode", Held: held, Cleared: cleared})
+		writeJSON(w, contract.RoomsResponse{Role: "decode", Held: held, Cleared: cleared})
 	}))
-	mux.Handle(HooksPath, ServeHooks(d.Hooks()))
+	mux.Handle(contract.HooksPath, ServeHooks(d.Hooks()))
 	return mux
 }
 
@@ -63,22 +64,22 @@ func (d *Decode) samples() []rankSample {
 	for r := range d.core.Ranks() {
 		l := d.core.Lens(r)
 		out = append(out, rankSample{gauges: map[string]float64{
-			MetricPrefillBootstrapQueue: 0, MetricPrefillInflightQueue: 0,
-			MetricDecodePreallocQueue: float64(l.Prealloc), MetricDecodeTransferQueue: float64(l.Transfer),
-			MetricRunning: float64(l.Running), MetricQueue: 0,
-			MetricTokenUsage:         float64(l.PagesUsed) / float64(l.PagesTotal),
-			MetricBootstrapLoopAlive: 1, MetricAwaitingAck: float64(l.AwaitingAck), MetricSchedulerHung: hung,
+			contract.MetricPrefillBootstrapQueue: 0, contract.MetricPrefillInflightQueue: 0,
+			contract.MetricDecodePreallocQueue: float64(l.Prealloc), contract.MetricDecodeTransferQueue: float64(l.Transfer),
+			contract.MetricRunning: float64(l.Running), contract.MetricQueue: 0,
+			contract.MetricTokenUsage:         float64(l.PagesUsed) / float64(l.PagesTotal),
+			contract.MetricBootstrapLoopAlive: 1, contract.MetricAwaitingAck: float64(l.AwaitingAck), contract.MetricSchedulerHung: hung,
 		}, counters: map[string]float64{
-			MetricBootstrapFailed: 0, MetricTransferFailed: float64(d.core.TransferFailed),
-			MetricRequests: float64(d.requests.Load()), MetricGenerationTokens: float64(d.tokens.Load()),
-			MetricMalformedControl: 0, MetricForeignWrites: float64(d.core.ForeignWrites), MetricStrayChunks: float64(d.core.StrayChunks),
+			contract.MetricBootstrapFailed: 0, contract.MetricTransferFailed: float64(d.core.TransferFailed),
+			contract.MetricRequests: float64(d.requests.Load()), contract.MetricGenerationTokens: float64(d.tokens.Load()),
+			contract.MetricMalformedControl: 0, contract.MetricForeignWrites: float64(d.core.ForeignWrites), contract.MetricStrayChunks: float64(d.core.StrayChunks),
 		}})
 	}
 	return out
 }
 
 func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
-	var req GenerateRequest
+	var req contract.GenerateRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, "decode /generate body: "+err.Error())
 		return
@@ -122,7 +123,7 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		d.kick()
 	}
 	var text strings.Builder
-	meta := MetaInfo{ID: rid, PromptTokens: len(tokens), BootstrapRoom: room}
+	meta := contract.MetaInfo{ID: rid, PromptTokens: len(tokens), BootstrapRoom: room}
 	flusher, _ := w.(http.Flusher)
 	started := false
 	for {
@@ -141,7 +142,7 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 				writeError(w, http.StatusInternalServerError, msg)
 				return
 			}
-			b, _ := json.Marshal(ErrorBody{Error: ErrorDetail{Message: msg, Type: "InternalServerError", Code: 500}})
+			b, _ := json.Marshal(contract.ErrorBody{Error: contract.ErrorDetail{Message: msg, Type: "InternalServerError", Code: 500}})
 			fmt.Fprintf(w, "data: %s\n\n", b)
 			if flusher != nil {
 				flusher.Flush()
@@ -151,7 +152,7 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 			text.WriteString(t.Piece)
 			meta.CompletionTokens = t.Index + 1
 			if t.Done {
-				meta.FinishReason = &FinishReason{Type: "length", Length: meta.CompletionTokens}
+				meta.FinishReason = &contract.FinishReason{Type: "length", Length: meta.CompletionTokens}
 			}
 			if req.Stream {
 				if !started {
@@ -159,7 +160,7 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 					w.Header().Set("Cache-Control", "no-cache")
 					started = true
 				}
-				b, _ := json.Marshal(GenerateChunk{Text: text.String(), MetaInfo: meta})
+				b, _ := json.Marshal(contract.GenerateChunk{Text: text.String(), MetaInfo: meta})
 				fmt.Fprintf(w, "data: %s\n\n", b)
 				if t.Done {
 					fmt.Fprint(w, "data: [DONE]\n\n")
@@ -170,7 +171,7 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 			}
 			if t.Done {
 				if !req.Stream {
-					writeJSON(w, GenerateChunk{Text: text.String(), MetaInfo: meta})
+					writeJSON(w, contract.GenerateChunk{Text: text.String(), MetaInfo: meta})
 				}
 				return
 			}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
@@ -72,7 +73,7 @@ func streamThenCancel(t *testing.T, endpoint string, msgs []model.Message, maxTo
 		t.Fatalf("chat: %v", err)
 	}
 	defer resp.Body.Close()
-	room, err := strconv.ParseUint(resp.Header.Get("X-PD-Bootstrap-Room"), 10, 64)
+	room, err := strconv.ParseUint(resp.Header.Get(contract.RoomHeader), 10, 64)
 	if err != nil {
 		t.Fatalf("router did not report the room: %v", err)
 	}
@@ -115,21 +116,21 @@ func cancelDuringPrefill(t *testing.T, c *engine.Cluster, msgs []model.Message) 
 	return room
 }
 
-func findRoom(recs []engine.RoomRecord, room uint64) (engine.RoomRecord, bool) {
+func findRoom(recs []contract.RoomRecord, room uint64) (contract.RoomRecord, bool) {
 	for _, r := range recs {
 		if r.Room == room {
 			return r, true
 		}
 	}
-	return engine.RoomRecord{}, false
+	return contract.RoomRecord{}, false
 }
 
-func failedThenCleared(r engine.RoomRecord) error {
+func failedThenCleared(r contract.RoomRecord) error {
 	if !r.Cleared {
 		return fmt.Errorf("room %d not cleared (state %s)", r.Room, r.State)
 	}
-	i := slices.IndexFunc(r.Events, func(e engine.Event) bool { return e.Kind == "status" && e.State == "Failed" })
-	j := slices.IndexFunc(r.Events, func(e engine.Event) bool { return e.Kind == "clear" })
+	i := slices.IndexFunc(r.Events, func(e contract.Event) bool { return e.Kind == "status" && e.State == "Failed" })
+	j := slices.IndexFunc(r.Events, func(e contract.Event) bool { return e.Kind == "clear" })
 	if i < 0 || j < i {
 		return fmt.Errorf("room %d on %s: want Failed then cleared, events %+v", r.Room, r.Side, r.Events)
 	}
@@ -160,8 +161,8 @@ func TestClientDisconnectClearsBothSides(t *testing.T) {
 			}
 			eventually(t, 10*time.Second, func() error {
 				for _, base := range c.EngineURLs() {
-					var r engine.RoomsResponse
-					if err := getJSON(t.Context(), base+"/debug/rooms", &r); err != nil {
+					var r contract.RoomsResponse
+					if err := getJSON(t.Context(), base+contract.PathDebugRooms, &r); err != nil {
 						return err
 					}
 					rec, ok := findRoom(r.Cleared, room)
@@ -184,9 +185,9 @@ func TestClientDisconnectClearsBothSides(t *testing.T) {
 
 func TestMetricsUseSGLangNamesAndLabels(t *testing.T) {
 	c := startCluster(t, engine.Config{TP: 2})
-	names := []string{engine.MetricPrefillBootstrapQueue, engine.MetricPrefillInflightQueue, engine.MetricDecodePreallocQueue,
-		engine.MetricDecodeTransferQueue, engine.MetricRunning, engine.MetricQueue, engine.MetricTokenUsage,
-		engine.MetricBootstrapFailed, engine.MetricTransferFailed}
+	names := []string{contract.MetricPrefillBootstrapQueue, contract.MetricPrefillInflightQueue, contract.MetricDecodePreallocQueue,
+		contract.MetricDecodeTransferQueue, contract.MetricRunning, contract.MetricQueue, contract.MetricTokenUsage,
+		contract.MetricBootstrapFailed, contract.MetricTransferFailed}
 	for i, u := range c.MetricsURLs() {
 		fams, err := scrape(t.Context(), u)
 		if err != nil {
@@ -259,7 +260,7 @@ func TestDecodeHeartbeatFailsRoomsOfADeadPrefill(t *testing.T) {
 		answer <- err
 	})
 	eventually(t, 10*time.Second, func() error {
-		return gaugeIs(t.Context(), c.MetricsURLs()[1], engine.MetricDecodeTransferQueue, 1)
+		return gaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 1)
 	})
 	must(t, c.Prefill.Close(t.Context()))
 	eventually(t, 10*time.Second, func() error {
@@ -267,10 +268,10 @@ func TestDecodeHeartbeatFailsRoomsOfADeadPrefill(t *testing.T) {
 		if err != nil || held {
 			return fmt.Errorf("decode still holds the room (%v)", err)
 		}
-		if !slices.ContainsFunc(rec.Events, func(e engine.Event) bool { return strings.Contains(e.Detail, "lost connection with prefill") }) {
+		if !slices.ContainsFunc(rec.Events, func(e contract.Event) bool { return strings.Contains(e.Detail, "lost connection with prefill") }) {
 			return fmt.Errorf("room did not fail through the heartbeat: %+v", rec.Events)
 		}
-		return gaugeIs(t.Context(), c.MetricsURLs()[1], engine.MetricDecodeTransferQueue, 0)
+		return gaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 0)
 	})
 	select {
 	case err := <-answer:

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/observe"
 	dto "github.com/prometheus/client_model/go"
@@ -46,10 +47,10 @@ func consistently(t *testing.T, window time.Duration, cond func() error) {
 
 func getJSON(ctx context.Context, url string, v any) error { return observe.GetJSON(ctx, url, v) }
 
-func rooms(t *testing.T, base string) engine.RoomsResponse {
+func rooms(t *testing.T, base string) contract.RoomsResponse {
 	t.Helper()
-	var r engine.RoomsResponse
-	if err := getJSON(t.Context(), base+"/debug/rooms", &r); err != nil {
+	var r contract.RoomsResponse
+	if err := getJSON(t.Context(), base+contract.PathDebugRooms, &r); err != nil {
 		t.Fatalf("debug rooms: %v", err)
 	}
 	return r

@@ -4,11 +4,13 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/pdchaos/pdchaos/gate"
 )
 
 func TestGateCreditsHoldTimeAtResume(t *testing.T) {
 	t.Parallel()
-	var g Gate
+	var g gate.Gate
 	g.Pause()
 	done := make(chan error, 1)
 	go func() { done <- g.Wait(context.Background()) }()

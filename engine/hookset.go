@@ -6,40 +6,37 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/gate"
 )
 
 // hookEntry is one concrete gate: its hook, role, rank and worker.
 type hookEntry struct {
-	spec HookSpec
-	gate *Gate
+	spec contract.HookSpec
+	gate *gate.Gate
 }
 
-// hookSet implements Hooks over a fixed list of gates.
+// hookSet implements contract.Hooks over a fixed list of gates.
 type hookSet []hookEntry
 
-var _ Hooks = hookSet(nil)
+var _ contract.Hooks = hookSet(nil)
 
-func (h hookSet) match(spec HookSpec) ([]*Gate, error) {
-	var out []*Gate
+func (h hookSet) match(spec contract.HookSpec) ([]*gate.Gate, error) {
+	var out []*gate.Gate
 	for _, e := range h {
-		if e.spec.Hook != spec.Hook || (spec.Role != "" && e.spec.Role != spec.Role) {
-			continue
-		}
-		if spec.Rank >= 0 && e.spec.Rank != spec.Rank {
-			continue
-		}
-		if (spec.Hook == HookTransferWorkers || spec.Hook == HookTransferWrites) && spec.Worker >= 0 && e.spec.Worker != spec.Worker {
+		if !spec.Selects(e.spec) {
 			continue
 		}
 		out = append(out, e.gate)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: %s (hooks: %v)", ErrUnknownHook, spec, HookNames)
+		return nil, fmt.Errorf("%w: %s (hooks: %v)", contract.ErrUnknownHook, spec, contract.HookNames)
 	}
 	return out, nil
 }
 
-func (h hookSet) Pause(_ context.Context, spec HookSpec) error {
+func (h hookSet) Pause(_ context.Context, spec contract.HookSpec) error {
 	gates, err := h.match(spec)
 	if err != nil {
 		return err
@@ -50,7 +47,7 @@ func (h hookSet) Pause(_ context.Context, spec HookSpec) error {
 	return nil
 }
 
-func (h hookSet) Resume(_ context.Context, spec HookSpec) error {
+func (h hookSet) Resume(_ context.Context, spec contract.HookSpec) error {
 	gates, err := h.match(spec)
 	if err != nil {
 		return err
@@ -68,29 +65,19 @@ func (h hookSet) ResumeAll(context.Context) error {
 	return nil
 }
 
-func (h hookSet) State(context.Context) ([]HookState, error) {
-	out := make([]HookState, 0, len(h))
+func (h hookSet) State(context.Context) ([]contract.HookState, error) {
+	out := make([]contract.HookState, 0, len(h))
 	for _, e := range h {
 		held, heldFor := e.gate.Stats()
-		out = append(out, HookState{HookSpec: e.spec, Paused: e.gate.Paused(), Held: held, HeldFor: heldFor})
+		out = append(out, contract.HookState{HookSpec: e.spec, Paused: e.gate.Paused(), Held: held, HeldFor: heldFor})
 	}
 	return out, nil
 }
 
-// HooksPath is where every engine role serves its hooks.
-const HooksPath = "/debug/hooks"
-
-// Actions a POST to HooksPath can ask for.
-const (
-	HookActionPause     = "pause"
-	HookActionResume    = "resume"
-	HookActionResumeAll = "resume-all"
-)
-
 // ServeHooks is the /debug/hooks handler, for loopback callers only: GET
 // lists every gate, POST {action, spec} pauses or resumes and answers with
 // the new states. faults/hooks.HooksClient speaks to it.
-func ServeHooks(h Hooks) http.Handler {
+func ServeHooks(h contract.Hooks) http.Handler {
 	return loopbackOnly(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet:
@@ -101,24 +88,24 @@ func ServeHooks(h Hooks) http.Handler {
 			}
 			writeJSON(w, st)
 		case http.MethodPost:
-			var req HooksRequest
+			var req contract.HooksRequest
 			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 				writeError(w, http.StatusBadRequest, "decode hooks request: "+err.Error())
 				return
 			}
 			var err error
 			switch req.Action {
-			case HookActionPause:
+			case contract.HookActionPause:
 				err = h.Pause(r.Context(), req.Spec)
-			case HookActionResume:
+			case contract.HookActionResume:
 				err = h.Resume(r.Context(), req.Spec)
-			case HookActionResumeAll:
+			case contract.HookActionResumeAll:
 				err = h.ResumeAll(r.Context())
 			default:
 				writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown hooks action %q (want pause, resume, resume-all)", req.Action))
 				return
 			}
-			if errors.Is(err, ErrUnknownHook) {
+			if errors.Is(err, contract.ErrUnknownHook) {
 				writeError(w, http.StatusNotFound, err.Error())
 				return
 			}

@@ -3,34 +3,9 @@ package engine
 import (
 	"strconv"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/prometheus/client_golang/prometheus"
 )
-
-// Metric names, exactly as SGLang exposes them, so the same watch and checks
-// work on a real deployment.
-const (
-	MetricPrefillBootstrapQueue = "sglang:num_prefill_bootstrap_queue_reqs"
-	MetricPrefillInflightQueue  = "sglang:num_prefill_inflight_queue_reqs"
-	MetricDecodePreallocQueue   = "sglang:num_decode_prealloc_queue_reqs"
-	MetricDecodeTransferQueue   = "sglang:num_decode_transfer_queue_reqs"
-	MetricRunning               = "sglang:num_running_reqs"
-	MetricQueue                 = "sglang:num_queue_reqs"
-	MetricTokenUsage            = "sglang:token_usage"
-	MetricBootstrapFailed       = "sglang:num_bootstrap_failed_reqs_total"
-	MetricTransferFailed        = "sglang:num_transfer_failed_reqs_total"
-	MetricRequests              = "sglang:num_requests_total"
-	MetricGenerationTokens      = "sglang:generation_tokens_total"
-	// pdchaos additions (not in SGLang): evidence for checks and faults.
-	MetricBootstrapLoopAlive = "pdchaos:bootstrap_loop_alive"
-	MetricMalformedControl   = "pdchaos:malformed_control_msgs_total"
-	MetricStrayChunks        = "pdchaos:stray_kv_chunks_total"
-	MetricForeignWrites      = "pdchaos:kv_foreign_writes_total"
-	MetricAwaitingAck        = "pdchaos:decode_pages_awaiting_ack_reqs"
-	MetricSchedulerHung      = "pdchaos:scheduler_hung"
-)
-
-// MetricLabels is SGLang's label set on every engine metric.
-var MetricLabels = []string{"model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank"}
 
 // rankSample is one rank's values at scrape time.
 type rankSample struct {
@@ -48,11 +23,11 @@ type collector struct {
 
 func newCollector(model, engineType string, read func() []rankSample) *collector {
 	c := &collector{model: model, engineType: engineType, read: read, descs: map[string]*prometheus.Desc{}}
-	for _, n := range []string{MetricPrefillBootstrapQueue, MetricPrefillInflightQueue, MetricDecodePreallocQueue,
-		MetricDecodeTransferQueue, MetricRunning, MetricQueue, MetricTokenUsage, MetricBootstrapFailed,
-		MetricTransferFailed, MetricRequests, MetricGenerationTokens, MetricBootstrapLoopAlive,
-		MetricMalformedControl, MetricStrayChunks, MetricForeignWrites, MetricAwaitingAck, MetricSchedulerHung} {
-		c.descs[n] = prometheus.NewDesc(n, "pdchaos bundled engine: "+n, MetricLabels, nil)
+	for _, n := range []string{contract.MetricPrefillBootstrapQueue, contract.MetricPrefillInflightQueue, contract.MetricDecodePreallocQueue,
+		contract.MetricDecodeTransferQueue, contract.MetricRunning, contract.MetricQueue, contract.MetricTokenUsage, contract.MetricBootstrapFailed,
+		contract.MetricTransferFailed, contract.MetricRequests, contract.MetricGenerationTokens, contract.MetricBootstrapLoopAlive,
+		contract.MetricMalformedControl, contract.MetricStrayChunks, contract.MetricForeignWrites, contract.MetricAwaitingAck, contract.MetricSchedulerHung} {
+		c.descs[n] = prometheus.NewDesc(n, "pdchaos bundled engine: "+n, contract.MetricLabels, nil)
 	}
 	return c
 }

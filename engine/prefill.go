@@ -14,9 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/core"
 	"github.com/pdchaos/pdchaos/engine/model"
-	"github.com/pdchaos/pdchaos/engine/zmtp"
+	"github.com/pdchaos/pdchaos/gate"
+	"github.com/pdchaos/pdchaos/zmtp"
 )
 
 // Prefill is a running prefill role: HTTP server, bootstrap server, one
@@ -43,10 +45,10 @@ type Prefill struct {
 	httpLn, bootLn   net.Listener
 	pulls            []*zmtp.Pull
 
-	schedGate  Gate
-	bootGates  []*Gate
-	workGates  [][]*Gate
-	writeGates [][]*Gate
+	schedGate  gate.Gate
+	bootGates  []*gate.Gate
+	workGates  [][]*gate.Gate
+	writeGates [][]*gate.Gate
 
 	requests atomic.Int64
 	ridSeq   atomic.Uint64
@@ -102,12 +104,12 @@ func startPrefill(ctx context.Context, cfg Config, addrs PrefillAddrs, links *li
 			return nil, fmt.Errorf("start prefill control socket rank %d: %w", r, err)
 		}
 		p.pulls = append(p.pulls, pull)
-		p.bootGates = append(p.bootGates, &Gate{})
-		var gates, writes []*Gate
+		p.bootGates = append(p.bootGates, &gate.Gate{})
+		var gates, writes []*gate.Gate
 		var wakes []chan struct{}
 		for range cfg.TransferWorkers {
-			gates = append(gates, &Gate{})
-			writes = append(writes, &Gate{})
+			gates = append(gates, &gate.Gate{})
+			writes = append(writes, &gate.Gate{})
 			wakes = append(wakes, make(chan struct{}, 1))
 		}
 		p.workGates = append(p.workGates, gates)
@@ -387,8 +389,8 @@ func (p *Prefill) dropKV(conns map[string]*kvConn, addr string) {
 	}
 }
 
-func (p *Prefill) allGates() []*Gate {
-	gates := []*Gate{&p.schedGate}
+func (p *Prefill) allGates() []*gate.Gate {
+	gates := []*gate.Gate{&p.schedGate}
 	gates = append(gates, p.bootGates...)
 	for r := range p.workGates {
 		gates = append(gates, p.workGates[r]...)
@@ -398,7 +400,7 @@ func (p *Prefill) allGates() []*Gate {
 }
 
 func (p *Prefill) handleGenerate(w http.ResponseWriter, r *http.Request) {
-	var req GenerateRequest
+	var req contract.GenerateRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, "decode /generate body: "+err.Error())
 		return
@@ -442,6 +444,6 @@ func (p *Prefill) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("prefill room %d: %v", room, err))
 		return
 	}
-	writeJSON(w, GenerateChunk{MetaInfo: MetaInfo{ID: rid, PromptTokens: len(tokens), CompletionTokens: 1,
-		FinishReason: &FinishReason{Type: "length", Length: 1}, BootstrapRoom: room}})
+	writeJSON(w, contract.GenerateChunk{MetaInfo: contract.MetaInfo{ID: rid, PromptTokens: len(tokens), CompletionTokens: 1,
+		FinishReason: &contract.FinishReason{Type: "length", Length: 1}, BootstrapRoom: room}})
 }

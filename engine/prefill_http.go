@@ -6,21 +6,21 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Hooks returns the role's pause gates.
-func (p *Prefill) Hooks() Hooks {
-	h := hookSet{{HookSpec{Hook: HookScheduler, Role: "prefill", Rank: 0, Worker: -1}, &p.schedGate}}
+func (p *Prefill) Hooks() contract.Hooks {
+	h := hookSet{{contract.HookSpec{Hook: contract.HookScheduler, Role: "prefill", Rank: 0, Worker: -1}, &p.schedGate}}
 	for r, g := range p.bootGates {
-		h = append(h, hookEntry{HookSpec{Hook: HookBootstrapLoop, Role: "prefill", Rank: r, Worker: -1}, g})
+		h = append(h, hookEntry{contract.HookSpec{Hook: contract.HookBootstrapLoop, Role: "prefill", Rank: r, Worker: -1}, g})
 	}
 	for r, ws := range p.workGates {
 		for w, g := range ws {
-			h = append(h, hookEntry{HookSpec{Hook: HookTransferWorkers, Role: "prefill", Rank: r, Worker: w}, g},
-				hookEntry{HookSpec{Hook: HookTransferWrites, Role: "prefill", Rank: r, Worker: w}, p.writeGates[r][w]})
+			h = append(h, hookEntry{contract.HookSpec{Hook: contract.HookTransferWorkers, Role: "prefill", Rank: r, Worker: w}, g},
+				hookEntry{contract.HookSpec{Hook: contract.HookTransferWrites, Role: "prefill", Rank: r, Worker: w}, p.writeGates[r][w]})
 		}
 	}
 	return h
@@ -30,21 +30,21 @@ func (p *Prefill) routes() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(p.cfg.Model, "prefill", p.samples))
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /generate", p.handleGenerate)
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc("GET /health_generate", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("POST /abort_request", p.handleAbort)
-	mux.HandleFunc("GET /get_server_info", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+contract.PathGenerate, p.handleGenerate)
+	mux.HandleFunc("GET "+contract.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET "+contract.PathHealthGenerate, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.Handle("GET "+contract.PathMetrics, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("POST "+contract.PathAbortRequest, p.handleAbort)
+	mux.HandleFunc("GET "+contract.PathServerInfo, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, serverInfo(p.cfg, "prefill", p.Addrs()))
 	})
-	mux.HandleFunc("GET /debug/rooms", loopbackOnly(func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+contract.PathDebugRooms, loopbackOnly(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		held, cleared := p.hist.Snapshot()
 		p.mu.Unlock()
-		writeJSON(w, RoomsResponse{Role: "prefill", Held: held, Cleared: cleared})
+		writeJSON(w, contract.RoomsResponse{Role: "prefill", Held: held, Cleared: cleared})
 	}))
-	mux.Handle(HooksPath, ServeHooks(p.Hooks()))
+	mux.Handle(contract.HooksPath, ServeHooks(p.Hooks()))
 	return mux
 }
 
@@ -59,14 +59,14 @@ func (p *Prefill) samples() []rankSample {
 			alive = 0
 		}
 		s := rankSample{gauges: map[string]float64{
-			MetricPrefillBootstrapQueue: float64(b), MetricPrefillInflightQueue: float64(inflight),
-			MetricDecodePreallocQueue: 0, MetricDecodeTransferQueue: 0, MetricRunning: 0,
-			MetricQueue: float64(wq), MetricTokenUsage: 0, MetricBootstrapLoopAlive: alive, MetricAwaitingAck: 0,
-			MetricSchedulerHung: 0,
+			contract.MetricPrefillBootstrapQueue: float64(b), contract.MetricPrefillInflightQueue: float64(inflight),
+			contract.MetricDecodePreallocQueue: 0, contract.MetricDecodeTransferQueue: 0, contract.MetricRunning: 0,
+			contract.MetricQueue: float64(wq), contract.MetricTokenUsage: 0, contract.MetricBootstrapLoopAlive: alive, contract.MetricAwaitingAck: 0,
+			contract.MetricSchedulerHung: 0,
 		}, counters: map[string]float64{
-			MetricBootstrapFailed: float64(p.core.BootstrapFailed), MetricTransferFailed: float64(p.core.TransferFailed),
-			MetricRequests: float64(p.requests.Load()), MetricGenerationTokens: 0,
-			MetricMalformedControl: float64(p.core.Malformed), MetricForeignWrites: 0, MetricStrayChunks: 0,
+			contract.MetricBootstrapFailed: float64(p.core.BootstrapFailed), contract.MetricTransferFailed: float64(p.core.TransferFailed),
+			contract.MetricRequests: float64(p.requests.Load()), contract.MetricGenerationTokens: 0,
+			contract.MetricMalformedControl: float64(p.core.Malformed), contract.MetricForeignWrites: 0, contract.MetricStrayChunks: 0,
 		}}
 		out = append(out, s)
 	}
@@ -95,8 +95,8 @@ func (p *Prefill) handleAbort(w http.ResponseWriter, r *http.Request) {
 // listens, or the topology when every rank index is -1.
 func (p *Prefill) bootstrapRoutes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc("GET /route", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+contract.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET "+contract.PathRoute, func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		rank, err := strconv.Atoi(q.Get("target_tp_rank"))
 		if err != nil || rank == -1 || q.Get("target_tp_rank") == "" {
@@ -116,7 +116,7 @@ func (p *Prefill) bootstrapRoutes() http.Handler {
 }
 
 func serverInfo(cfg Config, role string, addrs any) map[string]any {
-	reg, _ := core.ParseRegressions(cfg.Regressions)
+	reg, _ := contract.ParseRegressions(cfg.Regressions)
 	return map[string]any{"model_path": cfg.Model, "served_model_name": cfg.Model, "disaggregation_mode": role,
 		"tp_size": cfg.TP, "page_size": cfg.PageSize, "regressions": reg.List(), "addrs": addrs,
 		"internal_states": []any{}}

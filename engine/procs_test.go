@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
@@ -114,7 +115,7 @@ func TestRolesAsProcesses(t *testing.T) {
 	}()
 	<-started
 	eventually(t, 10*time.Second, func() error {
-		return gaugeIs(t.Context(), "http://"+da.HTTP+"/metrics", engine.MetricRunning, 1)
+		return gaugeIs(t.Context(), "http://"+da.HTTP+contract.PathMetrics, contract.MetricRunning, 1)
 	})
 	must(t, dec.cmd.Process.Signal(syscall.SIGKILL))
 	select {

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pdchaos/pdchaos/engine/zmtp"
+	"github.com/pdchaos/pdchaos/zmtp"
 )
 
 // pushPool sends control messages to ZMTP PULL peers without blocking the

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/clustertest"
 	"github.com/pdchaos/pdchaos/engine/observe"
@@ -106,12 +107,12 @@ func (p *holdProxy) close() {
 }
 
 var (
-	allWorkers    = engine.HookSpec{Hook: engine.HookTransferWorkers, Role: "prefill", Rank: -1, Worker: -1}
-	bootstrapLoop = engine.HookSpec{Hook: engine.HookBootstrapLoop, Role: "prefill", Rank: -1, Worker: -1}
-	decodeSched   = engine.HookSpec{Hook: engine.HookScheduler, Role: "decode", Rank: -1, Worker: -1}
+	allWorkers    = contract.HookSpec{Hook: contract.HookTransferWorkers, Role: "prefill", Rank: -1, Worker: -1}
+	bootstrapLoop = contract.HookSpec{Hook: contract.HookBootstrapLoop, Role: "prefill", Rank: -1, Worker: -1}
+	decodeSched   = contract.HookSpec{Hook: contract.HookScheduler, Role: "decode", Rank: -1, Worker: -1}
 )
 
-func hooksOf(t *testing.T, c *engine.Cluster) engine.Hooks {
+func hooksOf(t *testing.T, c *engine.Cluster) contract.Hooks {
 	t.Helper()
 	h, err := c.Hooks()
 	if err != nil {
@@ -129,17 +130,17 @@ func must(t *testing.T, err error) {
 }
 
 // held returns the gate of spec kind that has held an actor, if any.
-func heldWorker(ctx context.Context, h engine.Hooks) (engine.HookState, error) {
+func heldWorker(ctx context.Context, h contract.Hooks) (contract.HookState, error) {
 	st, err := h.State(ctx)
 	if err != nil {
-		return engine.HookState{}, err
+		return contract.HookState{}, err
 	}
 	for _, s := range st {
-		if s.Hook == engine.HookTransferWorkers && s.Held > 0 {
+		if s.Hook == contract.HookTransferWorkers && s.Held > 0 {
 			return s, nil
 		}
 	}
-	return engine.HookState{}, fmt.Errorf("no transfer worker holds a chunk yet")
+	return contract.HookState{}, fmt.Errorf("no transfer worker holds a chunk yet")
 }
 
 // generate sends SGLang /generate through the router with a chosen rid and
@@ -167,7 +168,7 @@ func abortOn(t *testing.T, base, rid string) {
 	http.DefaultClient.CloseIdleConnections()
 }
 
-func roomOn(ctx context.Context, base string, room uint64) (engine.RoomRecord, bool, error) {
+func roomOn(ctx context.Context, base string, room uint64) (contract.RoomRecord, bool, error) {
 	return observe.RoomOn(ctx, base, room)
 }
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
-	"github.com/pdchaos/pdchaos/engine/core"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/faults/protocol"
 )
@@ -65,7 +65,7 @@ func wedged(t *testing.T, c *engine.Cluster, cond func() error) {
 }
 
 func TestRegressionAbortBeforeStatus(t *testing.T) {
-	runWedge(t, core.AbortBeforeStatus, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
+	runWedge(t, contract.AbortBeforeStatus, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		prefill, decode := c.EngineURLs()[0], c.EngineURLs()[1]
 		// Prefill's copy of the request arrives late: decode's metadata and
 		// then its ABORT reach prefill before the sender exists (6.1(b)).
@@ -97,7 +97,7 @@ func TestRegressionAbortBeforeStatus(t *testing.T) {
 			return
 		}
 		wedged(t, c, func() error {
-			if err := gaugeIs(t.Context(), c.MetricsURLs()[0], engine.MetricPrefillBootstrapQueue, 1); err != nil {
+			if err := gaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricPrefillBootstrapQueue, 1); err != nil {
 				return err
 			}
 			rec, held, err := roomOn(t.Context(), prefill, room)
@@ -110,7 +110,7 @@ func TestRegressionAbortBeforeStatus(t *testing.T) {
 }
 
 func TestRegressionStatusResurrection(t *testing.T) {
-	runWedge(t, core.StatusResurrection, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
+	runWedge(t, contract.StatusResurrection, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		prefill := c.EngineURLs()[0]
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
@@ -144,12 +144,12 @@ func TestRegressionStatusResurrection(t *testing.T) {
 				return fmt.Errorf("want room %d revived after its clear and held for good (held=%v, %v)", room, held, err)
 			}
 			_ = rec
-			return gaugeIs(t.Context(), c.MetricsURLs()[0], engine.MetricPrefillInflightQueue, 0)
+			return gaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricPrefillInflightQueue, 0)
 		})
 	})
 }
 
-func hasEvent(rec engine.RoomRecord, kind string) bool {
+func hasEvent(rec contract.RoomRecord, kind string) bool {
 	for _, e := range rec.Events {
 		if e.Kind == kind {
 			return true
@@ -159,7 +159,7 @@ func hasEvent(rec engine.RoomRecord, kind string) bool {
 }
 
 func TestRegressionUnknownRoomWaiting(t *testing.T) {
-	runWedge(t, core.UnknownRoomWaiting, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
+	runWedge(t, contract.UnknownRoomWaiting, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		decode := c.EngineURLs()[1]
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
@@ -178,7 +178,7 @@ func TestRegressionUnknownRoomWaiting(t *testing.T) {
 		})
 		must(t, h.Resume(t.Context(), allWorkers))
 		eventually(t, 10*time.Second, func() error {
-			v, err := gauge(t.Context(), decode+"/metrics", engine.MetricStrayChunks)
+			v, err := gauge(t.Context(), decode+contract.PathMetrics, contract.MetricStrayChunks)
 			if err != nil || v < 1 {
 				return fmt.Errorf("refused write not yet seen by decode (%v, %v)", v, err)
 			}
@@ -190,13 +190,13 @@ func TestRegressionUnknownRoomWaiting(t *testing.T) {
 			return
 		}
 		wedged(t, c, func() error {
-			return gaugeIs(t.Context(), c.MetricsURLs()[0], engine.MetricPrefillInflightQueue, 1)
+			return gaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricPrefillInflightQueue, 1)
 		})
 	})
 }
 
 func TestRegressionBootstrapThreadDeath(t *testing.T) {
-	runWedge(t, core.BootstrapThreadDeath, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
+	runWedge(t, contract.BootstrapThreadDeath, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		decode := c.EngineURLs()[1]
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
@@ -208,7 +208,7 @@ func TestRegressionBootstrapThreadDeath(t *testing.T) {
 			alive = 0
 		}
 		eventually(t, 10*time.Second, func() error {
-			return gaugeIs(t.Context(), c.MetricsURLs()[0], engine.MetricBootstrapLoopAlive, alive)
+			return gaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricBootstrapLoopAlive, alive)
 		})
 		must(t, h.Resume(t.Context(), allWorkers))
 		msgs := prompt(7)
@@ -231,7 +231,7 @@ func TestRegressionBootstrapThreadDeath(t *testing.T) {
 			return
 		}
 		wedged(t, c, func() error {
-			if err := gaugeIs(t.Context(), c.MetricsURLs()[0], engine.MetricPrefillBootstrapQueue, 1); err != nil {
+			if err := gaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricPrefillBootstrapQueue, 1); err != nil {
 				return err
 			}
 			select {
@@ -245,16 +245,16 @@ func TestRegressionBootstrapThreadDeath(t *testing.T) {
 }
 
 func TestRegressionDecodeAbortLeak(t *testing.T) {
-	runWedge(t, core.DecodeAbortLeak, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
+	runWedge(t, contract.DecodeAbortLeak, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
 		cancel := background(t, func(ctx context.Context) { _, _ = generate(ctx, c.Endpoint(), "dal-1", 5005, longPrompt("d"), 8) })
 		eventually(t, 10*time.Second, func() error {
-			return gaugeIs(t.Context(), c.MetricsURLs()[1], engine.MetricDecodeTransferQueue, 1)
+			return gaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 1)
 		})
 		cancel() // client leaves while decode waits for KV
 		eventually(t, 10*time.Second, func() error {
-			return gaugeIs(t.Context(), c.MetricsURLs()[0], engine.MetricPrefillInflightQueue, 0)
+			return gaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricPrefillInflightQueue, 0)
 		})
 		must(t, h.Resume(t.Context(), allWorkers))
 		if !regressed {
@@ -262,18 +262,18 @@ func TestRegressionDecodeAbortLeak(t *testing.T) {
 			return
 		}
 		wedged(t, c, func() error {
-			return gaugeIs(t.Context(), c.MetricsURLs()[1], engine.MetricDecodeTransferQueue, 1)
+			return gaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 1)
 		})
 	})
 }
 
 func TestRegressionRankDesync(t *testing.T) {
-	runWedge(t, core.RankDesync, engine.Config{TP: 2}, func(t *testing.T, c *engine.Cluster, regressed bool) {
+	runWedge(t, contract.RankDesync, engine.Config{TP: 2}, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
 		cancel := background(t, func(ctx context.Context) { _, _ = generate(ctx, c.Endpoint(), "rd-1", 6006, longPrompt("r"), 8) })
 		eventually(t, 10*time.Second, func() error {
-			return gaugeIs(t.Context(), c.MetricsURLs()[1], engine.MetricDecodeTransferQueue, 2) // one per rank
+			return gaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 2) // one per rank
 		})
 		cancel()
 		must(t, h.Resume(t.Context(), allWorkers))
@@ -296,7 +296,7 @@ func TestRegressionRankDesync(t *testing.T) {
 		wedged(t, c, func() error {
 			// Rank 0 dropped the request, rank 1 still lists it: the
 			// all-reduce never completes and nothing moves again.
-			if err := gaugeIs(t.Context(), c.MetricsURLs()[1], engine.MetricDecodeTransferQueue, 1); err != nil {
+			if err := gaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 1); err != nil {
 				return err
 			}
 			select {
@@ -311,7 +311,7 @@ func TestRegressionRankDesync(t *testing.T) {
 
 func TestRegressionFreeBeforeAck(t *testing.T) {
 	cfg := engine.Config{TransferWorkers: 2, ChunkPages: 1, AckTimeout: 30 * time.Second}
-	runWedge(t, core.FreeBeforeAck, cfg, func(t *testing.T, c *engine.Cluster, regressed bool) {
+	runWedge(t, contract.FreeBeforeAck, cfg, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		prefill, decode := c.EngineURLs()[0], c.EngineURLs()[1]
 		h := hooksOf(t, c)
 		// Prefill hears of A's abort only when the test says so: the frame
@@ -350,7 +350,7 @@ func TestRegressionFreeBeforeAck(t *testing.T) {
 			return nil
 		})
 		must(t, h.Pause(t.Context(), decodeSched)) // B may receive but not commit
-		must(t, h.Resume(t.Context(), engine.HookSpec{Hook: engine.HookTransferWorkers, Role: "prefill", Rank: -1, Worker: 1}))
+		must(t, h.Resume(t.Context(), contract.HookSpec{Hook: contract.HookTransferWorkers, Role: "prefill", Rank: -1, Worker: 1}))
 		eventually(t, 10*time.Second, func() error {
 			rec, _, err := roomOn(t.Context(), decode, roomB)
 			if err != nil || rec.State != "Success" {
@@ -359,9 +359,9 @@ func TestRegressionFreeBeforeAck(t *testing.T) {
 			return nil
 		})
 		// A's in-flight write lands now, into whatever its pages became.
-		must(t, h.Resume(t.Context(), engine.HookSpec{Hook: engine.HookTransferWorkers, Role: "prefill", Rank: -1, Worker: 0}))
+		must(t, h.Resume(t.Context(), contract.HookSpec{Hook: contract.HookTransferWorkers, Role: "prefill", Rank: -1, Worker: 0}))
 		eventually(t, 10*time.Second, func() error {
-			v, err := gauge(t.Context(), decode+"/metrics", engine.MetricStrayChunks)
+			v, err := gauge(t.Context(), decode+contract.PathMetrics, contract.MetricStrayChunks)
 			if err != nil || v < 1 {
 				return fmt.Errorf("A's stale write has not landed (%v, %v)", v, err)
 			}
@@ -375,10 +375,10 @@ func TestRegressionFreeBeforeAck(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("B did not finish")
 		}
-		foreign, err := gauge(t.Context(), decode+"/metrics", engine.MetricForeignWrites)
+		foreign, err := gauge(t.Context(), decode+contract.PathMetrics, contract.MetricForeignWrites)
 		must(t, err)
 		if regressed != (foreign > 0) {
-			t.Errorf("%s = %v on the %s engine", engine.MetricForeignWrites, foreign, map[bool]string{true: "regressed", false: "fixed"}[regressed])
+			t.Errorf("%s = %v on the %s engine", contract.MetricForeignWrites, foreign, map[bool]string{true: "regressed", false: "fixed"}[regressed])
 		}
 		want := model.Expected(textB, 8)
 		if regressed && got == want {

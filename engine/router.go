@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pdchaos/pdchaos/contract"
 )
 
 // RouterConfig tells the router where its prefill and decode are.
@@ -76,10 +78,10 @@ func startRouter(ctx context.Context, cfg Config, rc RouterConfig, links *linkTa
 		return nil, fmt.Errorf("start router: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", rt.handleChat)
-	mux.HandleFunc("POST /generate", rt.handleGenerate)
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+contract.PathChatCompletions, rt.handleChat)
+	mux.HandleFunc("POST "+contract.PathGenerate, rt.handleGenerate)
+	mux.HandleFunc("GET "+contract.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET "+contract.PathModels, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"object": "list", "data": []map[string]any{{"id": cfg.Model, "object": "model", "owned_by": "pdchaos"}}})
 	})
 	rt.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -115,7 +117,7 @@ func (rt *Router) room() uint64 {
 // (prefill replies once its KV is sent, which may be after decode is done),
 // but a client that goes away before its answer is complete cancels it.
 // The returned done must be called when the answer has been written.
-func (rt *Router) dispatch(r *http.Request, req GenerateRequest) (*http.Response, func(), error) {
+func (rt *Router) dispatch(r *http.Request, req contract.GenerateRequest) (*http.Response, func(), error) {
 	host, port, _ := net.SplitHostPort(rt.rc.PrefillBootstrap)
 	req.BootstrapHost = host
 	req.BootstrapPort, _ = strconv.Atoi(port)
@@ -163,7 +165,7 @@ func (rt *Router) dispatch(r *http.Request, req GenerateRequest) (*http.Response
 }
 
 func (rt *Router) post(ctx context.Context, hostport string, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+hostport+"/generate", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+hostport+contract.PathGenerate, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +174,7 @@ func (rt *Router) post(ctx context.Context, hostport string, body []byte) (*http
 }
 
 func (rt *Router) handleGenerate(w http.ResponseWriter, r *http.Request) {
-	var req GenerateRequest
+	var req contract.GenerateRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, "decode /generate body: "+err.Error())
 		return
@@ -193,7 +195,7 @@ func (rt *Router) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	defer resp.Body.Close()
 	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-	w.Header().Set("X-PD-Bootstrap-Room", strconv.FormatUint(room, 10))
+	w.Header().Set(contract.RoomHeader, strconv.FormatUint(room, 10))
 	w.WriteHeader(resp.StatusCode)
 	flusher, _ := w.(http.Flusher)
 	buf := make([]byte, 32<<10)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
@@ -66,7 +67,7 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	room := rt.room()
 	id := fmt.Sprintf("chatcmpl-%016x", room)
-	req := GenerateRequest{Rid: id, Text: model.ChatPrompt(msgs), SamplingParams: SamplingParams{MaxNewTokens: maxTokens},
+	req := contract.GenerateRequest{Rid: id, Text: model.ChatPrompt(msgs), SamplingParams: contract.SamplingParams{MaxNewTokens: maxTokens},
 		Stream: true, BootstrapRoom: &room}
 	resp, done, err := rt.dispatch(r, req)
 	defer done()
@@ -75,9 +76,9 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
-	w.Header().Set("X-PD-Bootstrap-Room", strconv.FormatUint(room, 10))
+	w.Header().Set(contract.RoomHeader, strconv.FormatUint(room, 10))
 	if resp.StatusCode != http.StatusOK {
-		var eb ErrorBody
+		var eb contract.ErrorBody
 		if json.NewDecoder(resp.Body).Decode(&eb) != nil || eb.Error.Message == "" {
 			eb.Error.Message = "decode answered " + resp.Status
 		}
@@ -94,8 +95,8 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var text string
-	var meta MetaInfo
-	var upstreamErr *ErrorDetail
+	var meta contract.MetaInfo
+	var upstreamErr *contract.ErrorDetail
 	finished := false
 	if cr.Stream {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -110,8 +111,8 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 			return false
 		}
 		var ev struct {
-			GenerateChunk
-			Error *ErrorDetail `json:"error"`
+			contract.GenerateChunk
+			Error *contract.ErrorDetail `json:"error"`
 		}
 		if json.Unmarshal(data, &ev) != nil {
 			return true
@@ -136,11 +137,11 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			msg += ": " + err.Error()
 		}
-		upstreamErr = &ErrorDetail{Message: msg, Type: "BadGateway", Code: http.StatusBadGateway}
+		upstreamErr = &contract.ErrorDetail{Message: msg, Type: "BadGateway", Code: http.StatusBadGateway}
 	}
 	if upstreamErr != nil {
 		if cr.Stream {
-			send(ErrorBody{Error: *upstreamErr})
+			send(contract.ErrorBody{Error: *upstreamErr})
 		} else {
 			writeError(w, http.StatusInternalServerError, upstreamErr.Message)
 		}

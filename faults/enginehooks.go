@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 )
 
 // PauseTransferWorkers closes the gate of one prefill transfer worker (or
@@ -58,11 +58,11 @@ func (f *PauseTransferWorkers) Inject(ctx context.Context, t Target) (Heal, erro
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	hook := engine.HookTransferWorkers
+	hook := contract.HookTransferWorkers
 	if f.InFlight {
-		hook = engine.HookTransferWrites
+		hook = contract.HookTransferWrites
 	}
-	spec := engine.HookSpec{Hook: hook, Role: f.role(), Rank: f.Rank, Worker: f.Worker}
+	spec := contract.HookSpec{Hook: hook, Role: f.role(), Rank: f.Rank, Worker: f.Worker}
 	return pauseHook(ctx, t, f.Name(), spec, &f.rec)
 }
 
@@ -92,7 +92,7 @@ func (f *StallBootstrapLoop) Inject(ctx context.Context, t Target) (Heal, error)
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	spec := engine.HookSpec{Hook: engine.HookBootstrapLoop, Role: "prefill", Rank: f.Rank}
+	spec := contract.HookSpec{Hook: contract.HookBootstrapLoop, Role: "prefill", Rank: f.Rank}
 	return pauseHook(ctx, t, f.Name(), spec, &f.rec)
 }
 
@@ -121,7 +121,7 @@ func (f *StallScheduler) Inject(ctx context.Context, t Target) (Heal, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	spec := engine.HookSpec{Hook: engine.HookScheduler, Role: f.Role, Rank: f.Rank}
+	spec := contract.HookSpec{Hook: contract.HookScheduler, Role: f.Role, Rank: f.Rank}
 	return pauseHook(ctx, t, f.Name(), spec, &f.rec)
 }
 
@@ -138,21 +138,14 @@ func checkRoleRank(name, role string, rank int) error {
 	return nil
 }
 
-// selects says whether a selector spec covers a concrete gate's spec.
-func selects(sel, s engine.HookSpec) bool {
-	return sel.Hook == s.Hook && sel.Role == s.Role &&
-		(sel.Rank == -1 || sel.Rank == s.Rank) &&
-		(sel.Hook != engine.HookTransferWorkers || sel.Worker == -1 || sel.Worker == s.Worker)
-}
-
 // heldBy sums the hold counters of the gates spec selects.
-func heldBy(ctx context.Context, h engine.Hooks, spec engine.HookSpec) (held int64, heldFor time.Duration, err error) {
+func heldBy(ctx context.Context, h contract.Hooks, spec contract.HookSpec) (held int64, heldFor time.Duration, err error) {
 	states, err := h.State(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
 	for _, s := range states {
-		if selects(spec, s.HookSpec) {
+		if spec.Selects(s.HookSpec) {
 			held += s.Held
 			heldFor += s.HeldFor
 		}
@@ -162,7 +155,7 @@ func heldBy(ctx context.Context, h engine.Hooks, spec engine.HookSpec) (held int
 
 // pauseHook pauses spec and returns a heal that resumes it and records how
 // often actors were held in between.
-func pauseHook(ctx context.Context, t Target, name string, spec engine.HookSpec, rec *hookRecorder) (Heal, error) {
+func pauseHook(ctx context.Context, t Target, name string, spec contract.HookSpec, rec *hookRecorder) (Heal, error) {
 	h, err := t.Hooks()
 	if err != nil {
 		return nil, fmt.Errorf("inject %s: %w", name, err)

@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/internal/faketarget"
 )
@@ -18,10 +18,10 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var (
-	w0    = engine.HookSpec{Hook: engine.HookTransferWorkers, Role: "prefill", Rank: 0, Worker: 0}
-	w1    = engine.HookSpec{Hook: engine.HookTransferWorkers, Role: "prefill", Rank: 0, Worker: 1}
-	boot0 = engine.HookSpec{Hook: engine.HookBootstrapLoop, Role: "prefill", Rank: 0}
-	sch0  = engine.HookSpec{Hook: engine.HookScheduler, Role: "decode", Rank: 0}
+	w0    = contract.HookSpec{Hook: contract.HookTransferWorkers, Role: "prefill", Rank: 0, Worker: 0}
+	w1    = contract.HookSpec{Hook: contract.HookTransferWorkers, Role: "prefill", Rank: 0, Worker: 1}
+	boot0 = contract.HookSpec{Hook: contract.HookBootstrapLoop, Role: "prefill", Rank: 0}
+	sch0  = contract.HookSpec{Hook: contract.HookScheduler, Role: "decode", Rank: 0}
 )
 
 func hookTarget() (*faketarget.Target, *faketarget.Hooks) {
@@ -35,8 +35,8 @@ func TestHookFaultsHoldActorsUntilHeal(t *testing.T) {
 	cases := []struct {
 		name  string
 		fault faults.Fault
-		gate  engine.HookSpec
-		other engine.HookSpec // must keep running
+		gate  contract.HookSpec
+		other contract.HookSpec // must keep running
 	}{
 		{"one worker", &faults.PauseTransferWorkers{Rank: 0, Worker: 1}, w1, w0},
 		{"bootstrap", &faults.StallBootstrapLoop{Rank: 0}, boot0, w0},
@@ -113,7 +113,7 @@ func TestHookFaultErrors(t *testing.T) {
 		{"bad role", &faults.StallScheduler{Role: "router"}, "Role", nil},
 		{"bad rank", &faults.StallBootstrapLoop{Rank: -2}, "Rank", nil},
 		{"bad worker", &faults.PauseTransferWorkers{Worker: -3}, "Worker", nil},
-		{"unknown rank", &faults.StallScheduler{Role: "decode", Rank: 7}, "rank=7", engine.ErrUnknownHook},
+		{"unknown rank", &faults.StallScheduler{Role: "decode", Rank: 7}, "rank=7", contract.ErrUnknownHook},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -132,7 +132,7 @@ func TestHookFaultErrors(t *testing.T) {
 			t.Errorf("%s paused after failed injections", s.HookSpec)
 		}
 	}
-	if _, err := (&faults.StallBootstrapLoop{}).Inject(context.Background(), faketarget.New()); !errors.Is(err, faults.ErrUnsupported) {
+	if _, err := (&faults.StallBootstrapLoop{}).Inject(context.Background(), faketarget.New()); !errors.Is(err, contract.ErrUnsupported) {
 		t.Errorf("no hooks: %v", err)
 	}
 }

@@ -3,13 +3,8 @@ package faults
 import (
 	"context"
 
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 )
-
-// ErrUnsupported is returned (wrapped, naming what is missing) when a target
-// cannot take a fault: no such link, no engine hooks, no process control.
-// Injectors check for it before they apply anything.
-var ErrUnsupported = engine.ErrUnsupported
 
 // Layer is where a fault acts, so a scenario can say which layers a target
 // must support before a run starts.
@@ -57,17 +52,13 @@ type Evidence struct {
 // caller type-switching on the concrete target.
 type Target interface {
 	// Links lists the target's named TCP hops.
-	Links() []engine.Link
+	Links() []contract.Link
 	// Interpose sends new connections on the named link to via (a proxy
 	// forwarding to the link's Addr) and drops existing ones, so traffic
 	// flows through the proxy from now on.
-	Interpose(ctx context.Context, link, via string) (engine.Restore, error)
+	Interpose(ctx context.Context, link, via string) (contract.Restore, error)
 	// Hooks gives the engine's pause gates.
-	Hooks() (engine.Hooks, error)
+	Hooks() (contract.Hooks, error)
 	// Processes gives control over role processes.
-	Processes() (Processes, error)
+	Processes() (contract.Processes, error)
 }
-
-// Processes controls the role processes of a target (defined in engine so
-// the bundled engine can implement Target without importing faults).
-type Processes = engine.Processes

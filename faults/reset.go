@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+
+	"github.com/pdchaos/pdchaos/contract"
 )
 
 // Reset clears what a crashed or killed run may have left on a target
@@ -24,7 +26,7 @@ func Reset(ctx context.Context, t Target) error {
 		if err := h.ResumeAll(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("reset hooks: %w", err))
 		}
-	} else if !errors.Is(err, ErrUnsupported) {
+	} else if !errors.Is(err, contract.ErrUnsupported) {
 		errs = append(errs, fmt.Errorf("reset hooks: %w", err))
 	}
 	if p, err := t.Processes(); err == nil {
@@ -38,7 +40,7 @@ func Reset(ctx context.Context, t Target) error {
 				errs = append(errs, fmt.Errorf("reset process %s (pid %d): %w", role, pid, err))
 			}
 		}
-	} else if !errors.Is(err, ErrUnsupported) {
+	} else if !errors.Is(err, contract.ErrUnsupported) {
 		errs = append(errs, fmt.Errorf("reset processes: %w", err))
 	}
 	return errors.Join(errs...)

@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"github.com/pdchaos/pdchaos/agents"
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 )
 
 // maxStuck bounds the stuck rooms a failure lists in full.
@@ -38,19 +38,19 @@ func checkRoomsTerminal(v *view) CheckResult {
 	ev["rooms_checked"] = max(ev["rooms_seen_held"], cleared)
 	switch {
 	case len(v.final) == 0:
-		return result(CheckRoomsTerminal, Skip, ev, "the target exposes no /debug/rooms")
+		return result(contract.CheckRoomsTerminal, Skip, ev, "the target exposes no /debug/rooms")
 	case total > 0:
-		r := result(CheckRoomsTerminal, Fail, ev, "%d rooms still held after the drain (first: room %d on %s, state %s, stuck since %v)",
+		r := result(contract.CheckRoomsTerminal, Fail, ev, "%d rooms still held after the drain (first: room %d on %s, state %s, stuck since %v)",
 			total, stuck[0].Room, stuck[0].Role, stuck[0].State, stuck[0].Since)
 		r.Stuck = stuck
 		return r
 	case len(errs) > 0:
-		r := result(CheckRoomsTerminal, Inconclusive, ev, "final rooms snapshot failed: %s", joinLimit(errs, 3))
+		r := result(contract.CheckRoomsTerminal, Inconclusive, ev, "final rooms snapshot failed: %s", joinLimit(errs, 3))
 		return r
 	case ev["rooms_checked"] == 0:
-		return result(CheckRoomsTerminal, Inconclusive, ev, "no room was ever seen: nothing to judge")
+		return result(contract.CheckRoomsTerminal, Inconclusive, ev, "no room was ever seen: nothing to judge")
 	}
-	return result(CheckRoomsTerminal, Pass, ev, "%d rooms checked, none held", ev["rooms_checked"])
+	return result(contract.CheckRoomsTerminal, Pass, ev, "%d rooms checked, none held", ev["rooms_checked"])
 }
 
 // checkSlotsReleased: every PD queue gauge and running count back to 0 and
@@ -80,33 +80,33 @@ func checkSlotsReleased(v *view) CheckResult {
 			continue
 		}
 		ev["engines"]++
-		for _, g := range SlotGauges() {
+		for _, g := range contract.SlotGauges() {
 			ev["gauges_checked"]++
 			if val := last.Gauges[g]; val != 0 {
 				bad = append(bad, fmt.Sprintf("%s=%g on %s", g, val, src))
 			}
 		}
-		if base, now := first.Gauges[engine.MetricTokenUsage], last.Gauges[engine.MetricTokenUsage]; now > base+1e-9 {
-			bad = append(bad, fmt.Sprintf("%s=%g on %s (baseline %g)", engine.MetricTokenUsage, now, src, base))
+		if base, now := first.Gauges[contract.MetricTokenUsage], last.Gauges[contract.MetricTokenUsage]; now > base+1e-9 {
+			bad = append(bad, fmt.Sprintf("%s=%g on %s (baseline %g)", contract.MetricTokenUsage, now, src, base))
 		}
 	}
 	ev["slots_held"] = int64(len(bad))
 	ev["wedges"] = int64(len(v.wedges))
 	switch {
 	case len(bad) > 0:
-		r := result(CheckSlotsReleased, Fail, ev, "after the drain: %s", joinLimit(bad, 4))
+		r := result(contract.CheckSlotsReleased, Fail, ev, "after the drain: %s", joinLimit(bad, 4))
 		for _, w := range v.wedges {
 			r.Details = append(r.Details, w.String())
 		}
 		r.Stuck, _ = v.stuckRooms(maxStuck)
 		return r
 	case len(errs) > 0:
-		r := result(CheckSlotsReleased, Inconclusive, ev, "%s", joinLimit(errs, 3))
+		r := result(contract.CheckSlotsReleased, Inconclusive, ev, "%s", joinLimit(errs, 3))
 		return r
 	case ev["engines"] == 0:
-		return result(CheckSlotsReleased, Inconclusive, ev, "no successful scrape")
+		return result(contract.CheckSlotsReleased, Inconclusive, ev, "no successful scrape")
 	}
-	return result(CheckSlotsReleased, Pass, ev, "%d gauges on %d engines back to 0", ev["gauges_checked"], ev["engines"])
+	return result(contract.CheckSlotsReleased, Pass, ev, "%d gauges on %d engines back to 0", ev["gauges_checked"], ev["engines"])
 }
 
 // checkLiveness: fresh probe requests after the drain completed correctly.
@@ -123,16 +123,16 @@ func checkLiveness(v *view) CheckResult {
 	ev := map[string]int64{"probes": int64(len(v.probes)), "probes_ok": ok}
 	switch {
 	case len(v.probes) == 0:
-		return result(CheckLiveness, Inconclusive, ev, "no probe was sent")
+		return result(contract.CheckLiveness, Inconclusive, ev, "no probe was sent")
 	case len(errs) > 0:
-		r := result(CheckLiveness, Fail, ev, "%d of %d probes failed: %s", len(errs), len(v.probes), joinLimit(errs, 2))
+		r := result(contract.CheckLiveness, Fail, ev, "%d of %d probes failed: %s", len(errs), len(v.probes), joinLimit(errs, 2))
 		for _, w := range v.wedges {
 			r.Details = append(r.Details, w.String())
 		}
 		r.Stuck, _ = v.stuckRooms(maxStuck)
 		return r
 	}
-	return result(CheckLiveness, Pass, ev, "%d probes answered correctly", ok)
+	return result(contract.CheckLiveness, Pass, ev, "%d probes answered correctly", ok)
 }
 
 // outcomeCounts counts outcomes by kind; cancels exclude the swarm's own stop.
@@ -161,13 +161,13 @@ func checkClientOutcomes(v *view) CheckResult {
 	}
 	switch {
 	case len(v.outcomes) == 0:
-		return result(CheckClientOutcomes, Inconclusive, ev, "no request outcome recorded")
+		return result(contract.CheckClientOutcomes, Inconclusive, ev, "no request outcome recorded")
 	case len(bad) > 0:
-		r := result(CheckClientOutcomes, Fail, ev, "%d bad outcomes: %s", len(bad), joinLimit(bad, 3))
+		r := result(contract.CheckClientOutcomes, Fail, ev, "%d bad outcomes: %s", len(bad), joinLimit(bad, 3))
 		r.Details = bad
 		return r
 	}
-	return result(CheckClientOutcomes, Pass, ev, "%d requests, none hung, errors well-formed", len(v.outcomes))
+	return result(contract.CheckClientOutcomes, Pass, ev, "%d requests, none hung, errors well-formed", len(v.outcomes))
 }
 
 // checkIntegrity: every completed answer matched the model.
@@ -192,41 +192,41 @@ func checkIntegrity(v *view) CheckResult {
 			if ss[i].Err != "" {
 				continue
 			}
-			if n := int64(ss[i].Counters[engine.MetricForeignWrites]); n > 0 {
+			if n := int64(ss[i].Counters[contract.MetricForeignWrites]); n > 0 {
 				ev["foreign_kv_writes"] += n
-				bad = append(bad, fmt.Sprintf("%s: %d late KV writes landed in pages another request owned (%s)", src, n, engine.MetricForeignWrites))
+				bad = append(bad, fmt.Sprintf("%s: %d late KV writes landed in pages another request owned (%s)", src, n, contract.MetricForeignWrites))
 			}
 			break
 		}
 	}
 	switch {
 	case len(bad) > 0:
-		r := result(CheckIntegrity, Fail, ev, "%d corruption findings: %s", len(bad), joinLimit(bad, 2))
+		r := result(contract.CheckIntegrity, Fail, ev, "%d corruption findings: %s", len(bad), joinLimit(bad, 2))
 		r.Details = bad
 		return r
 	case v.run.AnswersUnchecked:
-		return result(CheckIntegrity, Skip, ev, "answers not compared: the target's model is not pdchaos's (--check-answers)")
+		return result(contract.CheckIntegrity, Skip, ev, "answers not compared: the target's model is not pdchaos's (--check-answers)")
 	case ev["completed_checked"] == 0:
-		return result(CheckIntegrity, Inconclusive, ev, "no completed answer to check")
+		return result(contract.CheckIntegrity, Inconclusive, ev, "no completed answer to check")
 	}
-	return result(CheckIntegrity, Pass, ev, "%d answers matched the model", ev["completed_checked"])
+	return result(contract.CheckIntegrity, Pass, ev, "%d answers matched the model", ev["completed_checked"])
 }
 
 // checkNoLeaks: no goroutine left after the in-process target closed.
 func checkNoLeaks(v *view) CheckResult {
 	switch {
 	case v.leaks == nil:
-		return result(CheckNoLeaks, Inconclusive, map[string]int64{}, "not checked (the run did not finish)")
+		return result(contract.CheckNoLeaks, Inconclusive, map[string]int64{}, "not checked (the run did not finish)")
 	case !v.leaks.Checked:
-		return result(CheckNoLeaks, Skip, map[string]int64{}, "%s", v.leaks.Detail)
+		return result(contract.CheckNoLeaks, Skip, map[string]int64{}, "%s", v.leaks.Detail)
 	}
 	ev := map[string]int64{"leaked_goroutines": int64(v.leaks.Leaked), "checked": 1}
 	if v.leaks.Leaked > 0 {
-		r := result(CheckNoLeaks, Fail, ev, "%d goroutines left after shutdown", v.leaks.Leaked)
+		r := result(contract.CheckNoLeaks, Fail, ev, "%d goroutines left after shutdown", v.leaks.Leaked)
 		r.Details = []string{v.leaks.Detail}
 		return r
 	}
-	return result(CheckNoLeaks, Pass, ev, "no goroutine left after shutdown")
+	return result(contract.CheckNoLeaks, Pass, ev, "no goroutine left after shutdown")
 }
 
 // checkFaultsVerified: every scheduled fault applied and took effect; client
@@ -267,13 +267,13 @@ func checkFaultsVerified(v *view) CheckResult {
 	ev["client_faults_verified"] = ev["client_cancels"] + ev["client_kills"]
 	switch {
 	case len(failed) > 0:
-		return result(CheckFaultsVerified, Inconclusive, ev, "%d windows failed to inject: %s", len(failed), joinLimit(failed, 2))
+		return result(contract.CheckFaultsVerified, Inconclusive, ev, "%d windows failed to inject: %s", len(failed), joinLimit(failed, 2))
 	case len(unverified) > 0:
-		return result(CheckFaultsVerified, Inconclusive, ev, "faults with no evidence of effect: %s", joinLimit(unverified, 3))
+		return result(contract.CheckFaultsVerified, Inconclusive, ev, "faults with no evidence of effect: %s", joinLimit(unverified, 3))
 	case len(names) == 0 && ev["client_faults_verified"] == 0:
-		return result(CheckFaultsVerified, Pass, ev, "no fault planned")
+		return result(contract.CheckFaultsVerified, Pass, ev, "no fault planned")
 	}
-	return result(CheckFaultsVerified, Pass, ev, "%d scheduled faults verified in %d windows; %d client cancels, %d kills",
+	return result(contract.CheckFaultsVerified, Pass, ev, "%d scheduled faults verified in %d windows; %d client cancels, %d kills",
 		ev["faults_verified"], ev["windows_applied"], ev["client_cancels"], ev["client_kills"])
 }
 
@@ -282,8 +282,8 @@ func checkLoadFloor(v *view, spec CheckSpec) CheckResult {
 	ev := outcomeCounts(v.outcomes)
 	ev["min_requests"], ev["min_cancels"] = int64(spec.MinRequests), int64(spec.MinCancels)
 	if ev["requests"] < int64(spec.MinRequests) || ev["cancels"] < int64(spec.MinCancels) {
-		return result(CheckLoadFloor, Inconclusive, ev, "load floor not reached: %d requests (want %d), %d cancels (want %d)",
+		return result(contract.CheckLoadFloor, Inconclusive, ev, "load floor not reached: %d requests (want %d), %d cancels (want %d)",
 			ev["requests"], spec.MinRequests, ev["cancels"], spec.MinCancels)
 	}
-	return result(CheckLoadFloor, Pass, ev, "%d requests, %d cancels", ev["requests"], ev["cancels"])
+	return result(contract.CheckLoadFloor, Pass, ev, "%d requests, %d cancels", ev["requests"], ev["cancels"])
 }

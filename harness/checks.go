@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/agents"
-	"github.com/pdchaos/pdchaos/engine"
-	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults/schedule"
 )
 
@@ -26,18 +25,6 @@ const (
 	Skip Status = "skip"
 )
 
-// Check names, in the order they are judged and reported.
-const (
-	CheckRoomsTerminal  = "rooms-terminal"
-	CheckSlotsReleased  = "slots-released"
-	CheckLiveness       = "liveness"
-	CheckClientOutcomes = "client-outcomes"
-	CheckIntegrity      = "integrity"
-	CheckNoLeaks        = "no-leaks"
-	CheckFaultsVerified = "faults-verified"
-	CheckLoadFloor      = "load-floor"
-)
-
 // CheckResult is one checker's judgement with its evidence: counts of what
 // it looked at, and for failures the stuck rooms and details.
 type CheckResult struct {
@@ -52,14 +39,14 @@ type CheckResult struct {
 // StuckRoom is a room the engine still held after the drain: its state,
 // history, since when it has not moved, and the faults active then.
 type StuckRoom struct {
-	Source       string         `json:"source"`
-	Role         string         `json:"role"`
-	Room         uint64         `json:"room"`
-	State        string         `json:"state"`
-	Ranks        map[int]string `json:"ranks,omitempty"`
-	Since        time.Duration  `json:"since"`
-	ActiveFaults []string       `json:"active_faults,omitempty"`
-	Events       []core.Event   `json:"events,omitempty"`
+	Source       string           `json:"source"`
+	Role         string           `json:"role"`
+	Room         uint64           `json:"room"`
+	State        string           `json:"state"`
+	Ranks        map[int]string   `json:"ranks,omitempty"`
+	Since        time.Duration    `json:"since"`
+	ActiveFaults []string         `json:"active_faults,omitempty"`
+	Events       []contract.Event `json:"events,omitempty"`
 }
 
 // Checks is the ordered result of every checker. Its Error returns the first
@@ -202,7 +189,7 @@ func (v *view) stuckRooms(limit int) (rooms []StuckRoom, total int) {
 }
 
 // stuckSince is the offset of a room's last change from the run's base.
-func stuckSince(r engine.RoomRecord, base time.Time) time.Duration {
+func stuckSince(r contract.RoomRecord, base time.Time) time.Duration {
 	if base.IsZero() || r.Updated.IsZero() {
 		return 0
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/pdchaos/pdchaos/agents"
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 )
 
 // TestCheckersOnRecordedLogs judges recorded logs offline: good.jsonl passes
@@ -20,14 +20,14 @@ func TestCheckersOnRecordedLogs(t *testing.T) {
 		want  Status
 	}{
 		{"good.jsonl", "", Pass},
-		{"bad-rooms-terminal.jsonl", CheckRoomsTerminal, Fail},
-		{"bad-slots-released.jsonl", CheckSlotsReleased, Fail},
-		{"bad-liveness.jsonl", CheckLiveness, Fail},
-		{"bad-client-outcomes.jsonl", CheckClientOutcomes, Fail},
-		{"bad-integrity.jsonl", CheckIntegrity, Fail},
-		{"bad-no-leaks.jsonl", CheckNoLeaks, Fail},
-		{"bad-faults-verified.jsonl", CheckFaultsVerified, Inconclusive},
-		{"bad-load-floor.jsonl", CheckLoadFloor, Inconclusive},
+		{"bad-rooms-terminal.jsonl", contract.CheckRoomsTerminal, Fail},
+		{"bad-slots-released.jsonl", contract.CheckSlotsReleased, Fail},
+		{"bad-liveness.jsonl", contract.CheckLiveness, Fail},
+		{"bad-client-outcomes.jsonl", contract.CheckClientOutcomes, Fail},
+		{"bad-integrity.jsonl", contract.CheckIntegrity, Fail},
+		{"bad-no-leaks.jsonl", contract.CheckNoLeaks, Fail},
+		{"bad-faults-verified.jsonl", contract.CheckFaultsVerified, Inconclusive},
+		{"bad-load-floor.jsonl", contract.CheckLoadFloor, Inconclusive},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
@@ -69,7 +69,7 @@ func TestRoomsTerminalNamesStuckRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := Judge(evs, CheckSpec{}).Get(CheckRoomsTerminal)
+	c, _ := Judge(evs, CheckSpec{}).Get(contract.CheckRoomsTerminal)
 	if len(c.Stuck) != 1 || c.Stuck[0].Room != 42 || len(c.Stuck[0].Events) != 3 {
 		t.Fatalf("stuck rooms: %+v", c.Stuck)
 	}
@@ -100,7 +100,7 @@ func TestSkipDoesNotMakeInconclusive(t *testing.T) {
 	if checks.Verdict() != Pass {
 		t.Fatalf("verdict %s: %+v", checks.Verdict(), checks)
 	}
-	for _, n := range []string{CheckRoomsTerminal, CheckNoLeaks} {
+	for _, n := range []string{contract.CheckRoomsTerminal, contract.CheckNoLeaks} {
 		if c, _ := checks.Get(n); c.Status != Skip {
 			t.Errorf("%s: %s, want skip", n, c.Status)
 		}
@@ -122,9 +122,9 @@ func TestIntegrityCountsEngineWitness(t *testing.T) {
 		evs := []Event{
 			{Type: "run", Run: &RunInfo{Scenario: "x", AnswersUnchecked: tc.unchecked}},
 			{Type: "outcome", Outcome: &ok},
-			{Type: "scrape", Source: "decode", Scrape: &Scrape{Counters: map[string]float64{engine.MetricForeignWrites: tc.foreign}}},
+			{Type: "scrape", Source: "decode", Scrape: &Scrape{Counters: map[string]float64{contract.MetricForeignWrites: tc.foreign}}},
 		}
-		c, _ := Judge(evs, CheckSpec{}).Get(CheckIntegrity)
+		c, _ := Judge(evs, CheckSpec{}).Get(contract.CheckIntegrity)
 		if c.Status != tc.want {
 			t.Errorf("%s: integrity %s (%s), want %s", tc.name, c.Status, c.Summary, tc.want)
 		}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/agents"
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults/schedule"
 )
 
@@ -64,11 +64,11 @@ type RunInfo struct {
 // RoomsSnap is one engine's rooms. Periodic snapshots strip event
 // histories; the final one (Final) keeps them for held rooms.
 type RoomsSnap struct {
-	Role    string              `json:"role"`
-	Held    []engine.RoomRecord `json:"held"`
-	Cleared int                 `json:"cleared"`
-	Final   bool                `json:"final,omitempty"`
-	Err     string              `json:"error,omitempty"`
+	Role    string                `json:"role"`
+	Held    []contract.RoomRecord `json:"held"`
+	Cleared int                   `json:"cleared"`
+	Final   bool                  `json:"final,omitempty"`
+	Err     string                `json:"error,omitempty"`
 }
 
 // Drain says whether the target settled after load stopped.

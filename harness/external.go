@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
-	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/hooks"
 )
 
@@ -63,17 +63,17 @@ func (e *External) MetricsURLs() []string { return e.Metrics }
 func (e *External) EngineURLs() []string { return e.Engines }
 
 // Links is empty: an external deployment cannot be re-routed by the harness.
-func (e *External) Links() []engine.Link { return nil }
+func (e *External) Links() []contract.Link { return nil }
 
 // Interpose is unsupported.
-func (e *External) Interpose(_ context.Context, link, _ string) (engine.Restore, error) {
-	return nil, fmt.Errorf("interpose on link %q: %w: an external deployment cannot be re-routed (start it with its bootstrap address pointing at a pdchaos proxy)", link, faults.ErrUnsupported)
+func (e *External) Interpose(_ context.Context, link, _ string) (contract.Restore, error) {
+	return nil, fmt.Errorf("interpose on link %q: %w: an external deployment cannot be re-routed (start it with its bootstrap address pointing at a pdchaos proxy)", link, contract.ErrUnsupported)
 }
 
 // Hooks speaks /debug/hooks to every engine when enabled.
-func (e *External) Hooks() (engine.Hooks, error) {
+func (e *External) Hooks() (contract.Hooks, error) {
 	if !e.DebugHooks || len(e.Engines) == 0 {
-		return nil, fmt.Errorf("engine hooks: %w: not enabled for this external target", faults.ErrUnsupported)
+		return nil, fmt.Errorf("engine hooks: %w: not enabled for this external target", contract.ErrUnsupported)
 	}
 	var m multiHooks
 	for _, u := range e.Engines {
@@ -83,16 +83,16 @@ func (e *External) Hooks() (engine.Hooks, error) {
 }
 
 // Processes gives SIGSTOP/SIGCONT over the given PIDs; Restart is unsupported.
-func (e *External) Processes() (engine.Processes, error) {
+func (e *External) Processes() (contract.Processes, error) {
 	if len(e.PIDs) == 0 {
-		return nil, fmt.Errorf("process control: %w: no pids given for this external target", faults.ErrUnsupported)
+		return nil, fmt.Errorf("process control: %w: no pids given for this external target", contract.ErrUnsupported)
 	}
 	return pidProcesses(e.PIDs), nil
 }
 
 // Health GETs the router's /health.
 func (e *External) Health(ctx context.Context) error {
-	return getOK(ctx, e.Endpoint()+"/health")
+	return getOK(ctx, e.Endpoint()+contract.PathHealth)
 }
 
 // Close does nothing: the harness does not own an external deployment.
@@ -143,9 +143,9 @@ func getOK(ctx context.Context, url string) error {
 }
 
 // multiHooks fans hook calls out to several engines.
-type multiHooks []engine.Hooks
+type multiHooks []contract.Hooks
 
-func (m multiHooks) Pause(ctx context.Context, spec engine.HookSpec) error {
+func (m multiHooks) Pause(ctx context.Context, spec contract.HookSpec) error {
 	matched := 0
 	var unknown error
 	for _, h := range m {
@@ -153,7 +153,7 @@ func (m multiHooks) Pause(ctx context.Context, spec engine.HookSpec) error {
 		switch {
 		case err == nil:
 			matched++
-		case errors.Is(err, engine.ErrUnknownHook):
+		case errors.Is(err, contract.ErrUnknownHook):
 			unknown = err
 		default:
 			return err
@@ -165,10 +165,10 @@ func (m multiHooks) Pause(ctx context.Context, spec engine.HookSpec) error {
 	return nil
 }
 
-func (m multiHooks) Resume(ctx context.Context, spec engine.HookSpec) error {
+func (m multiHooks) Resume(ctx context.Context, spec contract.HookSpec) error {
 	var errs []error
 	for _, h := range m {
-		if err := h.Resume(ctx, spec); err != nil && !errors.Is(err, engine.ErrUnknownHook) {
+		if err := h.Resume(ctx, spec); err != nil && !errors.Is(err, contract.ErrUnknownHook) {
 			errs = append(errs, err)
 		}
 	}
@@ -183,8 +183,8 @@ func (m multiHooks) ResumeAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (m multiHooks) State(ctx context.Context) ([]engine.HookState, error) {
-	var out []engine.HookState
+func (m multiHooks) State(ctx context.Context) ([]contract.HookState, error) {
+	var out []contract.HookState
 	for _, h := range m {
 		s, err := h.State(ctx)
 		if err != nil {
@@ -195,7 +195,7 @@ func (m multiHooks) State(ctx context.Context) ([]engine.HookState, error) {
 	return out, nil
 }
 
-// pidProcesses is engine.Processes over fixed pids, without restart.
+// pidProcesses is contract.Processes over fixed pids, without restart.
 type pidProcesses map[string]int
 
 func (p pidProcesses) Roles() []string {
@@ -211,11 +211,11 @@ func (p pidProcesses) Roles() []string {
 func (p pidProcesses) PID(role string) (int, error) {
 	pid, ok := p[role]
 	if !ok {
-		return 0, fmt.Errorf("process %s: %w: no pid given", role, faults.ErrUnsupported)
+		return 0, fmt.Errorf("process %s: %w: no pid given", role, contract.ErrUnsupported)
 	}
 	return pid, nil
 }
 
 func (p pidProcesses) Restart(_ context.Context, role string) error {
-	return fmt.Errorf("restart %s: %w: the harness did not start this process", role, faults.ErrUnsupported)
+	return fmt.Errorf("restart %s: %w: the harness did not start this process", role, contract.ErrUnsupported)
 }

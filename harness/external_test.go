@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 )
 
@@ -22,8 +23,8 @@ func TestExternalOnProcs(t *testing.T) {
 		fail       string
 	}{
 		{"", ""},
-		{"bootstrap-thread-death", CheckLiveness},
-		{"decode-abort-leak", CheckSlotsReleased},
+		{"bootstrap-thread-death", contract.CheckLiveness},
+		{"decode-abort-leak", contract.CheckSlotsReleased},
 	} {
 		t.Run("regression="+tc.regression, func(t *testing.T) {
 			sc := preset(t, "abort-storm")
@@ -47,7 +48,7 @@ func TestExternalOnProcs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, n := range []string{CheckSlotsReleased, CheckLiveness, CheckClientOutcomes} {
+			for _, n := range []string{contract.CheckSlotsReleased, contract.CheckLiveness, contract.CheckClientOutcomes} {
 				c, _ := res.Checks.Get(n)
 				want := Pass
 				if n == tc.fail {
@@ -57,7 +58,7 @@ func TestExternalOnProcs(t *testing.T) {
 					t.Errorf("%s: %s (%s), want %s", n, c.Status, c.Summary, want)
 				}
 			}
-			if c, _ := res.Checks.Get(CheckRoomsTerminal); c.Status != Skip {
+			if c, _ := res.Checks.Get(contract.CheckRoomsTerminal); c.Status != Skip {
 				t.Errorf("rooms-terminal: %s, want skip on a URL-only target", c.Status)
 			}
 			want := Pass

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
@@ -108,7 +109,7 @@ func probeOnce(ctx context.Context, client *http.Client, endpoint, modelName str
 		modelName = "pdchaos"
 	}
 	body, _ := json.Marshal(map[string]any{"model": modelName, "messages": msgs, "max_tokens": maxTokens, "stream": false})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(endpoint, "/")+agents.ChatPath, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(endpoint, "/")+contract.PathChatCompletions, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("probe %d: %w", i, err)
 	}
@@ -158,7 +159,7 @@ func (r *runner) progressLoop(ctx context.Context) {
 		}
 		var busy float64
 		for _, s := range r.rec.Latest() {
-			for _, g := range SlotGauges() {
+			for _, g := range contract.SlotGauges() {
 				busy += s.Gauges[g]
 			}
 		}

@@ -8,28 +8,11 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/pdchaos/pdchaos/contract"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"github.com/pdchaos/pdchaos/engine"
 )
-
-// SlotGauges are the gauges that must return to 0 once a PD deployment is
-// idle: every PD queue, running and waiting requests, and pages held for an
-// ACK. A wedge is one of these stuck above 0.
-func SlotGauges() []string {
-	return []string{engine.MetricPrefillBootstrapQueue, engine.MetricPrefillInflightQueue,
-		engine.MetricDecodePreallocQueue, engine.MetricDecodeTransferQueue, engine.MetricRunning,
-		engine.MetricQueue, engine.MetricAwaitingAck}
-}
-
-// ProgressCounters are counters whose movement means the engine is doing
-// work, so a gauge that sits still beside them is not (yet) a wedge.
-func ProgressCounters() []string {
-	return []string{engine.MetricGenerationTokens, engine.MetricRequests,
-		engine.MetricBootstrapFailed, engine.MetricTransferFailed}
-}
 
 // Scrape is one engine's metrics at one moment, each family summed over its
 // label sets (ranks). Err is set when the scrape failed.
@@ -88,9 +71,9 @@ func scrapeURL(ctx context.Context, c *http.Client, url string) (Scrape, error) 
 }
 
 // fetchRooms GETs base/debug/rooms.
-func fetchRooms(ctx context.Context, c *http.Client, base string) (engine.RoomsResponse, error) {
-	var rr engine.RoomsResponse
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/debug/rooms", nil)
+func fetchRooms(ctx context.Context, c *http.Client, base string) (contract.RoomsResponse, error) {
+	var rr contract.RoomsResponse
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+contract.PathDebugRooms, nil)
 	if err != nil {
 		return rr, fmt.Errorf("rooms %s: %w", base, err)
 	}

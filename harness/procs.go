@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
-	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/hooks"
 )
 
@@ -196,7 +196,7 @@ func (t *ProcTarget) Endpoint() string { return t.router }
 
 // MetricsURLs lists prefill and decode /metrics.
 func (t *ProcTarget) MetricsURLs() []string {
-	return []string{"http://" + t.prefill.HTTP + "/metrics", "http://" + t.decode.HTTP + "/metrics"}
+	return []string{"http://" + t.prefill.HTTP + contract.PathMetrics, "http://" + t.decode.HTTP + contract.PathMetrics}
 }
 
 // EngineURLs lists prefill and decode base URLs.
@@ -205,21 +205,21 @@ func (t *ProcTarget) EngineURLs() []string {
 }
 
 // Links is empty: links between processes cannot be re-routed from here.
-func (t *ProcTarget) Links() []engine.Link { return nil }
+func (t *ProcTarget) Links() []contract.Link { return nil }
 
 // Interpose is unsupported for role processes.
-func (t *ProcTarget) Interpose(_ context.Context, link, _ string) (engine.Restore, error) {
-	return nil, fmt.Errorf("interpose on link %q: %w: role processes keep their link table inside", link, faults.ErrUnsupported)
+func (t *ProcTarget) Interpose(_ context.Context, link, _ string) (contract.Restore, error) {
+	return nil, fmt.Errorf("interpose on link %q: %w: role processes keep their link table inside", link, contract.ErrUnsupported)
 }
 
 // Hooks speaks /debug/hooks to prefill and decode.
-func (t *ProcTarget) Hooks() (engine.Hooks, error) {
+func (t *ProcTarget) Hooks() (contract.Hooks, error) {
 	return multiHooks{&hooks.HooksClient{BaseURL: "http://" + t.prefill.HTTP},
 		&hooks.HooksClient{BaseURL: "http://" + t.decode.HTTP}}, nil
 }
 
 // Processes is the target itself.
-func (t *ProcTarget) Processes() (engine.Processes, error) { return t, nil }
+func (t *ProcTarget) Processes() (contract.Processes, error) { return t, nil }
 
 // Roles lists the three roles.
 func (t *ProcTarget) Roles() []string { return []string{"router", "prefill", "decode"} }
@@ -274,7 +274,7 @@ func (t *ProcTarget) Restart(ctx context.Context, role string) error {
 func (t *ProcTarget) Health(ctx context.Context) error {
 	var errs []error
 	for _, u := range []string{t.router, "http://" + t.prefill.HTTP, "http://" + t.decode.HTTP} {
-		errs = append(errs, getOK(ctx, u+"/health"))
+		errs = append(errs, getOK(ctx, u+contract.PathHealth))
 	}
 	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -160,7 +161,7 @@ func (r *Recorder) Settled(since time.Duration) (settled, ok bool, busy string) 
 			b = append(b, "scrape failed: "+s.Err)
 			continue
 		}
-		for _, g := range SlotGauges() {
+		for _, g := range contract.SlotGauges() {
 			if v := s.Gauges[g]; v != 0 {
 				b = append(b, fmt.Sprintf("%s=%g on %s", g, v, u))
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
@@ -71,9 +72,9 @@ func TestRunAbortStormPasses(t *testing.T) {
 			t.Errorf("%s: %s: %s", c.Name, c.Status, c.Summary)
 		}
 	}
-	for check, key := range map[string]string{CheckRoomsTerminal: "rooms_checked", CheckSlotsReleased: "gauges_checked",
-		CheckLiveness: "probes_ok", CheckClientOutcomes: "requests", CheckIntegrity: "completed_checked",
-		CheckFaultsVerified: "client_faults_verified", CheckLoadFloor: "cancels", CheckNoLeaks: "checked"} {
+	for check, key := range map[string]string{contract.CheckRoomsTerminal: "rooms_checked", contract.CheckSlotsReleased: "gauges_checked",
+		contract.CheckLiveness: "probes_ok", contract.CheckClientOutcomes: "requests", contract.CheckIntegrity: "completed_checked",
+		contract.CheckFaultsVerified: "client_faults_verified", contract.CheckLoadFloor: "cancels", contract.CheckNoLeaks: "checked"} {
 		if c, _ := res.Checks.Get(check); c.Evidence[key] == 0 {
 			t.Errorf("%s: evidence %s is 0 (%v)", check, key, c.Evidence)
 		}
@@ -119,13 +120,13 @@ func TestRunCatchesRegressions(t *testing.T) {
 		regression, scenario, check string
 		wedge                       bool
 	}{
-		{"abort-before-status", "abort-overtakes-metadata", CheckRoomsTerminal, true},
-		{"status-resurrection", "paused-transfer-workers", CheckRoomsTerminal, false},
-		{"unknown-room-waiting", "late-registration", CheckRoomsTerminal, true},
-		{"bootstrap-thread-death", "abort-storm", CheckLiveness, true},
-		{"decode-abort-leak", "abort-storm", CheckSlotsReleased, true},
-		{"rank-desync", "tp2-abort-storm", CheckLiveness, true},
-		{"free-before-ack", "stale-kv-writes", CheckIntegrity, false},
+		{"abort-before-status", "abort-overtakes-metadata", contract.CheckRoomsTerminal, true},
+		{"status-resurrection", "paused-transfer-workers", contract.CheckRoomsTerminal, false},
+		{"unknown-room-waiting", "late-registration", contract.CheckRoomsTerminal, true},
+		{"bootstrap-thread-death", "abort-storm", contract.CheckLiveness, true},
+		{"decode-abort-leak", "abort-storm", contract.CheckSlotsReleased, true},
+		{"rank-desync", "tp2-abort-storm", contract.CheckLiveness, true},
+		{"free-before-ack", "stale-kv-writes", contract.CheckIntegrity, false},
 	} {
 		t.Run(tc.regression, func(t *testing.T) {
 			// Catches are races: try a few seeds and require one. The
@@ -148,13 +149,13 @@ func TestRunCatchesRegressions(t *testing.T) {
 			if res == nil {
 				t.Fatalf("%s not caught by %s (%s) in any seed", tc.regression, tc.scenario, tc.check)
 			}
-			if tc.check == CheckRoomsTerminal && len(c.Stuck) == 0 {
+			if tc.check == contract.CheckRoomsTerminal && len(c.Stuck) == 0 {
 				t.Fatalf("rooms-terminal failed without naming rooms")
 			}
 			t.Logf("%s: %s", tc.regression, res.FirstFailure)
 			// A wedged gauge must be flagged while the run goes on; a
 			// stuck room without a stuck gauge has no gauge to flag.
-			if sr, _ := res.Checks.Get(CheckSlotsReleased); !tc.wedge || sr.Status != Fail {
+			if sr, _ := res.Checks.Get(contract.CheckSlotsReleased); !tc.wedge || sr.Status != Fail {
 				return
 			}
 			if len(res.Wedges) == 0 {

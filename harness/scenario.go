@@ -15,8 +15,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
-	"github.com/pdchaos/pdchaos/engine/core"
 	"github.com/pdchaos/pdchaos/faults"
 )
 
@@ -351,6 +351,6 @@ func mergeOptions(base, over agents.Options) agents.Options {
 }
 
 // parseRegressions validates regression names (error lists the valid ones).
-func parseRegressions(names []string) (core.Regressions, error) {
-	return core.ParseRegressions(names)
+func parseRegressions(names []string) (contract.Regressions, error) {
+	return contract.ParseRegressions(names)
 }

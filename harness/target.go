@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/faults"
 )
@@ -39,7 +40,7 @@ func Layers(t Target) []faults.Layer {
 	links := t.Links()
 	zmtp := false
 	for _, l := range links {
-		zmtp = zmtp || l.Kind == engine.LinkZMTP
+		zmtp = zmtp || l.Kind == contract.LinkZMTP
 	}
 	// Interposing is probed per link at injection time; a target lists links
 	// only if it can route them through a proxy.
@@ -67,7 +68,7 @@ func RequireLayers(t Target, need []faults.Layer) error {
 	var errs []error
 	for _, l := range need {
 		if !have[l] {
-			errs = append(errs, fmt.Errorf("fault layer %s: %w", l, faults.ErrUnsupported))
+			errs = append(errs, fmt.Errorf("fault layer %s: %w", l, contract.ErrUnsupported))
 		}
 	}
 	if len(errs) > 0 {

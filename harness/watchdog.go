@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -33,7 +34,7 @@ func (w Wedge) String() string {
 type Watchdog struct {
 	// Window is how long a gauge may sit still; zero means 5s.
 	Window time.Duration
-	// Gauges and Progress default to SlotGauges and ProgressCounters.
+	// Gauges and Progress default to contract.SlotGauges and contract.ProgressCounters.
 	Gauges   []string
 	Progress []string
 
@@ -65,10 +66,10 @@ func (w *Watchdog) Observe(at time.Duration, source string, s Scrape) []Wedge {
 		w.Window = 5 * time.Second
 	}
 	if w.Gauges == nil {
-		w.Gauges = SlotGauges()
+		w.Gauges = contract.SlotGauges()
 	}
 	if w.Progress == nil {
-		w.Progress = ProgressCounters()
+		w.Progress = contract.ProgressCounters()
 	}
 	var prog float64
 	for _, c := range w.Progress {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # setup-test-deps.sh installs the non-Go peers our interop tests talk to:
-# Debian's python3-zmq (libzmq), so engine/zmtp and faults/protocol are
+# Debian's python3-zmq (libzmq), so zmtp and faults/protocol are
 # tested against a ZMTP implementation that is not ours.
 #
 # Idempotent and quiet: does nothing when /usr/bin/python3 can already

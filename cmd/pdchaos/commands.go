@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pdchaos/pdchaos/engine/core"
-	"github.com/spf13/pflag"
 	"io"
 	"net/http"
 	"os"
@@ -13,8 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/spf13/cobra"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/harness"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
@@ -140,7 +141,7 @@ func newRunCmd() *cobra.Command {
 			if len(regressions) > 0 {
 				// Switch known races on in the bundled engine; repro.yaml
 				// records them with the rest of the resolved scenario.
-				if _, err := core.ParseRegressions(regressions); err != nil {
+				if _, err := contract.ParseRegressions(regressions); err != nil {
 					return &exitError{exitHarness, fmt.Errorf("--regression: %w", err)}
 				}
 				sc.Engine.Regressions = append(sc.Engine.Regressions, regressions...)

@@ -12,8 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
-	"github.com/pdchaos/pdchaos/engine/core"
 	"github.com/spf13/cobra"
 )
 
@@ -85,7 +85,7 @@ NAME (repeatable); --regression list prints them.`,
 
 func printRegressions(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, r := range core.Catalogue() {
+	for _, r := range contract.Catalogue() {
 		fmt.Fprintf(tw, "%s\t%s\n", r.Name, r.Summary)
 		fmt.Fprintf(tw, "\t  symptom: %s\n", r.Symptom)
 	}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
-	"github.com/pdchaos/pdchaos/engine/core"
 	"github.com/pdchaos/pdchaos/engine/observe"
 )
 
@@ -40,7 +40,7 @@ func TestRegressionList(t *testing.T) {
 	if code != exitPass {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	for _, r := range core.Catalogue() {
+	for _, r := range contract.Catalogue() {
 		if !strings.Contains(out, r.Name) || !strings.Contains(out, r.Symptom) {
 			t.Errorf("list lacks %s or its symptom:\n%s", r.Name, out)
 		}
@@ -91,13 +91,13 @@ func TestWatchHealthyEngine(t *testing.T) {
 }
 
 func TestWatchFlagsAWedge(t *testing.T) {
-	c, err := engine.StartCluster(t.Context(), engine.Config{Regressions: []string{core.DecodeAbortLeak}}, nil)
+	c, err := engine.StartCluster(t.Context(), engine.Config{Regressions: []string{contract.DecodeAbortLeak}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(context.Background())
 	h, _ := c.Hooks()
-	workers := engine.HookSpec{Hook: engine.HookTransferWorkers, Role: "prefill", Rank: -1, Worker: -1}
+	workers := contract.HookSpec{Hook: contract.HookTransferWorkers, Role: "prefill", Rank: -1, Worker: -1}
 	if err := h.Pause(t.Context(), workers); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestWatchFlagsAWedge(t *testing.T) {
 	go func() {
 		defer close(done)
 		body := strings.NewReader(`{"text":"` + strings.Repeat("wedge me ", 200) + `","sampling_params":{"max_new_tokens":4}}`)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.Endpoint()+"/generate", body)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.Endpoint()+contract.PathGenerate, body)
 		tr := &http.Transport{}
 		defer tr.CloseIdleConnections()
 		if resp, err := (&http.Client{Transport: tr}).Do(req); err == nil {
@@ -117,7 +117,7 @@ func TestWatchFlagsAWedge(t *testing.T) {
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		v, err := observe.Gauge(t.Context(), c.MetricsURLs()[1], engine.MetricDecodeTransferQueue)
+		v, err := observe.Gauge(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue)
 		if err == nil && v == 1 {
 			break
 		}
@@ -137,7 +137,7 @@ func TestWatchFlagsAWedge(t *testing.T) {
 	}
 	start := time.Now()
 	code, out := execute(t, args...)
-	if code != exitViolation || !strings.Contains(out, engine.MetricDecodeTransferQueue) {
+	if code != exitViolation || !strings.Contains(out, contract.MetricDecodeTransferQueue) {
 		t.Fatalf("exit %d after %v: %s", code, time.Since(start), out)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 )
 
@@ -37,12 +38,12 @@ func Start(t testing.TB, cfg engine.Config) *engine.Cluster {
 // Generate sends SGLang /generate through the router at endpoint with a
 // chosen rid and room and returns the answer text.
 func Generate(ctx context.Context, endpoint, rid string, room uint64, text string, maxTokens int) (string, error) {
-	body, err := json.Marshal(engine.GenerateRequest{Rid: rid, Text: text, BootstrapRoom: &room,
-		SamplingParams: engine.SamplingParams{MaxNewTokens: maxTokens}})
+	body, err := json.Marshal(contract.GenerateRequest{Rid: rid, Text: text, BootstrapRoom: &room,
+		SamplingParams: contract.SamplingParams{MaxNewTokens: maxTokens}})
 	if err != nil {
 		return "", err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/generate", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+contract.PathGenerate, bytes.NewReader(body))
 	if err != nil {
 		return "", err
 	}
@@ -57,7 +58,7 @@ func Generate(ctx context.Context, endpoint, rid string, room uint64, text strin
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("generate %s: status %d: %s", rid, resp.StatusCode, b)
 	}
-	var out engine.GenerateChunk
+	var out contract.GenerateChunk
 	if err := json.Unmarshal(b, &out); err != nil {
 		return "", fmt.Errorf("generate %s: %w", rid, err)
 	}

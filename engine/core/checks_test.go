@@ -1,12 +1,13 @@
 package core
 
 import (
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
 // heldRooms returns records that some rank still holds; noteOnly those
 // holding nothing that were never retired.
-func heldRooms(h *History) (held, noteOnly []RoomRecord) {
+func heldRooms(h *History) (held, noteOnly []contract.RoomRecord) {
 	all, _ := h.Snapshot()
 	for _, rec := range all {
 		if len(rec.Ranks) > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
@@ -36,7 +37,7 @@ type DecodeConfig struct {
 	WaitingTimeout time.Duration // default 10s after metadata was sent
 	AckTimeout     time.Duration // default 5s: free an aborted room's pages even without prefill's ACK
 	Agents         []DecodeAgent // one per rank
-	Regressions    Regressions
+	Regressions    contract.Regressions
 }
 
 func (c *DecodeConfig) defaults() {
@@ -200,14 +201,14 @@ func (d *Decode) Abort(now time.Time, rid string) bool {
 	reg := d.cfg.Regressions
 	d.hist.Note(now, req.Room, "decode", 0, "abort-request", "client gone rid="+rid)
 	switch {
-	case reg.On(DecodeAbortLeak):
+	case reg.On(contract.DecodeAbortLeak):
 		// Upstream only flipped the receiver and told prefill; the queues
 		// kept the request.
 		if !req.flipped {
 			req.flipped = true
 			d.sendAbort(now, req)
 		}
-	case reg.On(RankDesync) && len(d.ranks) > 1:
+	case reg.On(contract.RankDesync) && len(d.ranks) > 1:
 		// Rank 0 drops the request from its own lists right away; the
 		// other ranks only at the next step.
 		rk := d.ranks[0]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
@@ -25,7 +26,7 @@ func (req *DecodeReq) stage() int {
 
 func (d *Decode) backstops() bool {
 	reg := d.cfg.Regressions
-	return !reg.On(DecodeAbortLeak) && !reg.On(BootstrapThreadDeath)
+	return !reg.On(contract.DecodeAbortLeak) && !reg.On(contract.BootstrapThreadDeath)
 }
 
 // Hung reports whether the scheduler is wedged in a collective.
@@ -188,7 +189,7 @@ func (d *Decode) applyAbort(now time.Time, req *DecodeReq, cause error, why stri
 	if st != stageRunning {
 		d.sendAbort(now, req)
 	}
-	if st == stageTransfer && !d.cfg.Regressions.On(FreeBeforeAck) {
+	if st == stageTransfer && !d.cfg.Regressions.On(contract.FreeBeforeAck) {
 		d.awaiting[req.Room] = &awaitingAck{pages: req.pages, acked: make([]bool, len(d.ranks)), since: now}
 		req.pages = make([][]uint32, len(d.ranks))
 	}
@@ -301,7 +302,7 @@ func (d *Decode) OnNotice(now time.Time, rank int, frames [][]byte) error {
 			}
 		}
 	case MsgStatus:
-		if status == Failed && !d.cfg.Regressions.On(DecodeAbortLeak) {
+		if status == Failed && !d.cfg.Regressions.On(contract.DecodeAbortLeak) {
 			if _, ok := d.byRoom[room]; ok {
 				d.ranks[rank].status.Update(now, room, Failed, WriterReceiver, "prefill reported failure")
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
@@ -59,7 +60,7 @@ type rig struct {
 }
 
 type rigOpts struct {
-	reg         Regressions
+	reg         contract.Regressions
 	ranks       int // both sides
 	decodePages int
 }

@@ -3,39 +3,18 @@ package core
 import (
 	"sort"
 	"time"
+
+	"github.com/pdchaos/pdchaos/contract"
 )
-
-// Event is one thing that happened to a room on one rank.
-type Event struct {
-	At     time.Time `json:"at"`
-	Side   string    `json:"side"`
-	Rank   int       `json:"rank"`
-	Kind   string    `json:"kind"`
-	State  string    `json:"state"`
-	Detail string    `json:"detail,omitempty"`
-}
-
-// RoomRecord is a room's current state and history as /debug/rooms shows it.
-type RoomRecord struct {
-	Room      uint64         `json:"room"`
-	Side      string         `json:"side"`
-	State     string         `json:"state"` // last status written (on any rank), or "cleared"
-	Ranks     map[int]string `json:"ranks"` // per rank status while held
-	Cleared   bool           `json:"cleared"`
-	LastState string         `json:"last_state"` // status just before clear
-	Events    []Event        `json:"events"`
-	Created   time.Time      `json:"created"`
-	Updated   time.Time      `json:"updated"`
-}
 
 // History keeps every held room's record and the last Keep cleared ones, so
 // an operator can see how a room got stuck or how it ended.
 type History struct {
 	Keep      int
 	MaxEvents int
-	rooms     map[uint64]*RoomRecord
-	cleared   []*RoomRecord
-	byCleared map[uint64]*RoomRecord
+	rooms     map[uint64]*contract.RoomRecord
+	cleared   []*contract.RoomRecord
+	byCleared map[uint64]*contract.RoomRecord
 }
 
 // NewHistory returns a history keeping keep cleared rooms.
@@ -43,12 +22,12 @@ func NewHistory(keep int) *History {
 	if keep <= 0 {
 		keep = 1000
 	}
-	return &History{Keep: keep, MaxEvents: 64, rooms: map[uint64]*RoomRecord{}, byCleared: map[uint64]*RoomRecord{}}
+	return &History{Keep: keep, MaxEvents: 64, rooms: map[uint64]*contract.RoomRecord{}, byCleared: map[uint64]*contract.RoomRecord{}}
 }
 
 // lateNote attaches an event for a room no rank holds to its cleared record,
 // if it has one, instead of opening a record nothing will retire.
-func (h *History) lateNote(room uint64, e Event) bool {
+func (h *History) lateNote(room uint64, e contract.Event) bool {
 	if _, held := h.rooms[room]; held {
 		return false
 	}
@@ -63,10 +42,10 @@ func (h *History) lateNote(room uint64, e Event) bool {
 	return true
 }
 
-func (h *History) record(now time.Time, room uint64, side string) *RoomRecord {
+func (h *History) record(now time.Time, room uint64, side string) *contract.RoomRecord {
 	r, ok := h.rooms[room]
 	if !ok {
-		r = &RoomRecord{Room: room, Side: side, Ranks: map[int]string{}, Created: now}
+		r = &contract.RoomRecord{Room: room, Side: side, Ranks: map[int]string{}, Created: now}
 		h.rooms[room] = r
 	}
 	return r
@@ -77,7 +56,7 @@ func (h *History) Add(now time.Time, room uint64, side string, rank int, kind st
 	if h == nil {
 		return
 	}
-	if kind != "status" && h.lateNote(room, Event{At: now, Side: side, Rank: rank, Kind: kind, State: s.String(), Detail: detail}) {
+	if kind != "status" && h.lateNote(room, contract.Event{At: now, Side: side, Rank: rank, Kind: kind, State: s.String(), Detail: detail}) {
 		return
 	}
 	r := h.record(now, room, side)
@@ -87,7 +66,7 @@ func (h *History) Add(now time.Time, room uint64, side string, rank int, kind st
 	}
 	r.Updated = now
 	if len(r.Events) < h.MaxEvents {
-		r.Events = append(r.Events, Event{At: now, Side: side, Rank: rank, Kind: kind, State: s.String(), Detail: detail})
+		r.Events = append(r.Events, contract.Event{At: now, Side: side, Rank: rank, Kind: kind, State: s.String(), Detail: detail})
 	}
 }
 
@@ -96,13 +75,13 @@ func (h *History) Note(now time.Time, room uint64, side string, rank int, kind, 
 	if h == nil {
 		return
 	}
-	if h.lateNote(room, Event{At: now, Side: side, Rank: rank, Kind: kind, State: "cleared", Detail: detail}) {
+	if h.lateNote(room, contract.Event{At: now, Side: side, Rank: rank, Kind: kind, State: contract.StateCleared, Detail: detail}) {
 		return
 	}
 	r := h.record(now, room, side)
 	r.Updated = now
 	if len(r.Events) < h.MaxEvents {
-		r.Events = append(r.Events, Event{At: now, Side: side, Rank: rank, Kind: kind, State: r.State, Detail: detail})
+		r.Events = append(r.Events, contract.Event{At: now, Side: side, Rank: rank, Kind: kind, State: r.State, Detail: detail})
 	}
 }
 
@@ -113,7 +92,7 @@ func (h *History) Clear(now time.Time, room uint64, side string, rank int, last 
 		return
 	}
 	r := h.record(now, room, side)
-	r.Events = append(r.Events, Event{At: now, Side: side, Rank: rank, Kind: "clear", State: last.String(), Detail: why})
+	r.Events = append(r.Events, contract.Event{At: now, Side: side, Rank: rank, Kind: "clear", State: last.String(), Detail: why})
 	r.LastState = last.String()
 	delete(r.Ranks, rank)
 	r.Updated = now
@@ -135,9 +114,9 @@ func (h *History) Forget(room uint64) {
 	}
 }
 
-func (h *History) retire(r *RoomRecord) {
+func (h *History) retire(r *contract.RoomRecord) {
 	r.Cleared = true
-	r.State = "cleared"
+	r.State = contract.StateCleared
 	delete(h.rooms, r.Room)
 	h.cleared = append(h.cleared, r)
 	h.byCleared[r.Room] = r
@@ -147,14 +126,14 @@ func (h *History) retire(r *RoomRecord) {
 				delete(h.byCleared, old.Room)
 			}
 		}
-		h.cleared = append([]*RoomRecord(nil), h.cleared[len(h.cleared)-h.Keep:]...)
+		h.cleared = append([]*contract.RoomRecord(nil), h.cleared[len(h.cleared)-h.Keep:]...)
 	}
 }
 
 // Snapshot returns copies of held rooms (oldest first) and recently cleared
 // rooms. A record with only notes (an ABORT for a room this side never
 // created) is not held by any rank and is left out until it gets a status.
-func (h *History) Snapshot() (held, cleared []RoomRecord) {
+func (h *History) Snapshot() (held, cleared []contract.RoomRecord) {
 	for _, r := range h.rooms {
 		if len(r.Ranks) > 0 {
 			held = append(held, copyRecord(r))
@@ -167,12 +146,12 @@ func (h *History) Snapshot() (held, cleared []RoomRecord) {
 	return held, cleared
 }
 
-func copyRecord(r *RoomRecord) RoomRecord {
+func copyRecord(r *contract.RoomRecord) contract.RoomRecord {
 	c := *r
 	c.Ranks = make(map[int]string, len(r.Ranks))
 	for k, v := range r.Ranks {
 		c.Ranks[k] = v
 	}
-	c.Events = append([]Event(nil), r.Events...)
+	c.Events = append([]contract.Event(nil), r.Events...)
 	return c
 }

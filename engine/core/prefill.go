@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
@@ -30,7 +31,7 @@ type PrefillConfig struct {
 	ChunkPages       int           // pages per transfer chunk; default 8
 	BootstrapTimeout time.Duration // default 10s; Bootstrapping longer than this fails
 	InflightTimeout  time.Duration // default 10s; inflight longer than this fails
-	Regressions      Regressions
+	Regressions      contract.Regressions
 }
 
 func (c *PrefillConfig) defaults() {
@@ -192,7 +193,7 @@ func (p *Prefill) OnControl(now time.Time, rank int, frames [][]byte) error {
 	if r.dead {
 		return ErrLoopDead
 	}
-	die := p.cfg.Regressions.On(BootstrapThreadDeath)
+	die := p.cfg.Regressions.On(contract.BootstrapThreadDeath)
 	if !die && len(frames) > 0 && string(frames[0]) == TagAbort {
 		// The fix (#30352): ABORT is recognised before the guard check.
 		a, err := ParseAbort(frames)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
@@ -54,7 +55,7 @@ func notifyAddr(m Metadata) string { return fmt.Sprintf("%s:%d", m.DecodeIP, m.D
 
 func (p *Prefill) backstops() bool {
 	reg := p.cfg.Regressions
-	return !reg.On(AbortBeforeStatus) && !reg.On(StatusResurrection) && !reg.On(UnknownRoomWaiting) && !reg.On(BootstrapThreadDeath)
+	return !reg.On(contract.AbortBeforeStatus) && !reg.On(contract.StatusResurrection) && !reg.On(contract.UnknownRoomWaiting) && !reg.On(contract.BootstrapThreadDeath)
 }
 
 // Step is one scheduler iteration: pop bootstrapped requests, forward the
@@ -78,7 +79,7 @@ func (p *Prefill) PopBootstrapped(now time.Time) []Finish {
 	keep := p.bootstrapQ[:0]
 	for _, req := range p.bootstrapQ {
 		s := p.poll(req.Room)
-		if s == Bootstrapping && !reg.On(AbortBeforeStatus) && !reg.On(BootstrapThreadDeath) && now.Sub(req.Added) > p.cfg.BootstrapTimeout {
+		if s == Bootstrapping && !reg.On(contract.AbortBeforeStatus) && !reg.On(contract.BootstrapThreadDeath) && now.Sub(req.Added) > p.cfg.BootstrapTimeout {
 			p.failAll(now, req.Room, "bootstrap timeout")
 			s = Failed
 		}
@@ -236,7 +237,7 @@ func (p *Prefill) WorkerSend(now time.Time, rank, w int) bool {
 	if c == nil {
 		return false
 	}
-	if !p.cfg.Regressions.On(StatusResurrection) && r.status.Check(c.Room) == Failed {
+	if !p.cfg.Regressions.On(contract.StatusResurrection) && r.status.Check(c.Room) == Failed {
 		p.release(now, rank, w)
 		return false
 	}
@@ -255,7 +256,7 @@ func (p *Prefill) WorkerEnd(now time.Time, rank, w int, err error) {
 	switch {
 	case err != nil:
 		p.hist.Note(now, c.Room, "prefill", rank, "transfer-error", err.Error())
-		if p.cfg.Regressions.On(UnknownRoomWaiting) {
+		if p.cfg.Regressions.On(contract.UnknownRoomWaiting) {
 			// NIXL's failure path cleared the room's state; the Failed
 			// write that follows is a no-op on an absent room.
 			delete(r.infos, c.Room)

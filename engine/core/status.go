@@ -1,6 +1,10 @@
 package core
 
-import "time"
+import (
+	"time"
+
+	"github.com/pdchaos/pdchaos/contract"
+)
 
 // KVPoll is a room's transfer status, with SGLang's values. The order matters:
 // merges take the max and rank consensus takes the min.
@@ -18,15 +22,15 @@ const (
 func (p KVPoll) String() string {
 	switch p {
 	case Failed:
-		return "Failed"
+		return contract.StateFailed
 	case Bootstrapping:
-		return "Bootstrapping"
+		return contract.StateBootstrapping
 	case WaitingForInput:
-		return "WaitingForInput"
+		return contract.StateWaitingForInput
 	case Transferring:
-		return "Transferring"
+		return contract.StateTransferring
 	case Success:
-		return "Success"
+		return contract.StateSuccess
 	}
 	return "Unknown"
 }
@@ -52,7 +56,7 @@ const (
 // an ABORT for an absent room leaves a tombstone, and late writers never
 // re-insert a cleared room. Each regression removes exactly one of these.
 type StatusTable struct {
-	reg        Regressions
+	reg        contract.Regressions
 	status     map[uint64]KVPoll
 	tombstones map[uint64]time.Time
 	hist       *History
@@ -61,7 +65,7 @@ type StatusTable struct {
 }
 
 // NewStatusTable returns an empty table recording into hist.
-func NewStatusTable(side string, rank int, reg Regressions, hist *History) *StatusTable {
+func NewStatusTable(side string, rank int, reg contract.Regressions, hist *History) *StatusTable {
 	return &StatusTable{reg: reg, status: map[uint64]KVPoll{}, tombstones: map[uint64]time.Time{}, hist: hist, side: side, rank: rank}
 }
 
@@ -74,14 +78,14 @@ func (t *StatusTable) Update(now time.Time, room uint64, s KVPoll, w Writer, why
 			// Upstream (#24539) drops a Failed write for an absent room. The
 			// fixed engine also remembers it, so a sender or metadata that
 			// arrives later sees the abort (abort-before-status).
-			if !t.reg.On(AbortBeforeStatus) {
+			if !t.reg.On(contract.AbortBeforeStatus) {
 				t.tombstones[room] = now
 				t.hist.Add(now, room, t.side, t.rank, "abort-tombstone", Failed, string(w)+": "+why)
 				return
 			}
 			t.hist.Add(now, room, t.side, t.rank, "abort-dropped", Failed, string(w)+": "+why+" (room absent)")
 			return
-		case w == WriterWorker && !t.reg.On(StatusResurrection):
+		case w == WriterWorker && !t.reg.On(contract.StatusResurrection):
 			// A transfer worker finishing after the room was cleared must not
 			// bring it back.
 			t.hist.Add(now, room, t.side, t.rank, "late-write-dropped", s, string(w)+": "+why)
@@ -112,11 +116,11 @@ func (t *StatusTable) Update(now time.Time, room uint64, s KVPoll, w Writer, why
 }
 
 func (t *StatusTable) nonSticky(w Writer) bool {
-	if t.reg.On(StatusResurrection) {
+	if t.reg.On(contract.StatusResurrection) {
 		return true
 	}
 	// The sender constructor max-merged over Failed (sglang 6.1(b)).
-	return w == WriterSender && t.reg.On(AbortBeforeStatus)
+	return w == WriterSender && t.reg.On(contract.AbortBeforeStatus)
 }
 
 func (t *StatusTable) isTombstoned(room uint64) bool {
@@ -131,7 +135,7 @@ func (t *StatusTable) Check(room uint64) KVPoll {
 	if s, ok := t.status[room]; ok {
 		return s
 	}
-	if t.reg.On(UnknownRoomWaiting) {
+	if t.reg.On(contract.UnknownRoomWaiting) {
 		return WaitingForInput
 	}
 	return Failed
@@ -153,7 +157,7 @@ func (t *StatusTable) Clear(now time.Time, room uint64, why string) {
 
 // Tombstone records that room was aborted, so later creators see Failed.
 func (t *StatusTable) Tombstone(now time.Time, room uint64) {
-	if !t.reg.On(AbortBeforeStatus) {
+	if !t.reg.On(contract.AbortBeforeStatus) {
 		t.tombstones[room] = now
 	}
 }

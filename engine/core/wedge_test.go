@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
@@ -134,11 +135,11 @@ func stuckBootstrapping(room uint64) func(*testing.T, *rig) {
 
 func wedgeCases() []wedgeCase {
 	return []wedgeCase{
-		{name: "abort-before-status/abort-first", reg: AbortBeforeStatus, script: scriptAbortBeforeAdd,
+		{name: "abort-before-status/abort-first", reg: contract.AbortBeforeStatus, script: scriptAbortBeforeAdd,
 			wedge: stuckBootstrapping(11)},
-		{name: "abort-before-status/metadata-then-abort", reg: AbortBeforeStatus, script: scriptMetaThenAbort,
+		{name: "abort-before-status/metadata-then-abort", reg: contract.AbortBeforeStatus, script: scriptMetaThenAbort,
 			wedge: stuckBootstrapping(12)},
-		{name: "status-resurrection", reg: StatusResurrection, script: scriptResurrection,
+		{name: "status-resurrection", reg: contract.StatusResurrection, script: scriptResurrection,
 			mid: func(t *testing.T, r *rig) {
 				if s := r.p.ranks[0].status.Check(21); !r.p.ranks[0].status.Has(21) || s != Transferring || r.p.byRoom[21] != nil {
 					t.Errorf("room 21 is %s (owned=%v), want re-inserted Transferring with no owner", s, r.p.byRoom[21] != nil)
@@ -151,7 +152,7 @@ func wedgeCases() []wedgeCase {
 				}
 				t.Logf("room 21 resurrected and held as %s", held[0].State)
 			}},
-		{name: "unknown-room-waiting", reg: UnknownRoomWaiting, script: scriptTransferErrorBeforeAbort,
+		{name: "unknown-room-waiting", reg: contract.UnknownRoomWaiting, script: scriptTransferErrorBeforeAbort,
 			wedge: func(t *testing.T, r *rig) {
 				if _, _, i := r.p.QueueLens(); i != 1 {
 					t.Errorf("inflight queue %d, want 1 pinned", i)
@@ -160,7 +161,7 @@ func wedgeCases() []wedgeCase {
 					t.Errorf("absent room polls %s, want WaitingForInput", s)
 				}
 			}},
-		{name: "bootstrap-thread-death", reg: BootstrapThreadDeath, script: scriptUnguardedAbort,
+		{name: "bootstrap-thread-death", reg: contract.BootstrapThreadDeath, script: scriptUnguardedAbort,
 			wedge: func(t *testing.T, r *rig) {
 				if len(r.ctlErrs) == 0 || !errors.Is(r.ctlErrs[0], ErrLoopDead) || !r.p.Dead(0) {
 					t.Errorf("OnControl errors %v dead=%v, want ErrLoopDead", r.ctlErrs, r.p.Dead(0))
@@ -170,13 +171,13 @@ func wedgeCases() []wedgeCase {
 				}
 			},
 			fixed: func(t *testing.T, r *rig) { r.checkAnswer("y") }},
-		{name: "decode-abort-leak", reg: DecodeAbortLeak, script: scriptAbortInTransfer,
+		{name: "decode-abort-leak", reg: contract.DecodeAbortLeak, script: scriptAbortInTransfer,
 			wedge: func(t *testing.T, r *rig) {
 				if l := r.d.Lens(0); l.Transfer != 1 {
 					t.Errorf("decode lens %+v, want transfer stuck at 1", l)
 				}
 			}},
-		{name: "rank-desync", reg: RankDesync, ranks: 2, script: scriptAbortInTransfer,
+		{name: "rank-desync", reg: contract.RankDesync, ranks: 2, script: scriptAbortInTransfer,
 			wedge: func(t *testing.T, r *rig) {
 				if !r.d.Hung() || r.hangs == 0 {
 					t.Errorf("decode not hung")
@@ -185,7 +186,7 @@ func wedgeCases() []wedgeCase {
 					t.Errorf("Step = %v, want ErrCollectiveHang", err)
 				}
 			}},
-		{name: "free-before-ack", reg: FreeBeforeAck, script: scriptFreeBeforeAck,
+		{name: "free-before-ack", reg: contract.FreeBeforeAck, script: scriptFreeBeforeAck,
 			wedge: func(t *testing.T, r *rig) {
 				if r.done["B"] != 1 {
 					t.Fatalf("B did not complete: %v", r.dfin["B"])
@@ -203,7 +204,7 @@ func TestRegressionWedges(t *testing.T) {
 	for _, tc := range wedgeCases() {
 		t.Run(tc.name+"/regressed", func(t *testing.T) {
 			t.Parallel()
-			r := newRig(t, rigOpts{reg: Regressions{tc.reg: true}, ranks: tc.ranks})
+			r := newRig(t, rigOpts{reg: contract.Regressions{tc.reg: true}, ranks: tc.ranks})
 			tc.script(r)
 			if tc.mid != nil {
 				tc.mid(t, r)
@@ -231,7 +232,7 @@ func TestMalformedKillsLoopWhenRegressed(t *testing.T) {
 	for _, tc := range malformedFrames() {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := newRig(t, rigOpts{reg: Regressions{BootstrapThreadDeath: true}})
+			r := newRig(t, rigOpts{reg: contract.Regressions{contract.BootstrapThreadDeath: true}})
 			if err := r.p.OnControl(r.now, 0, tc.frames); !errors.Is(err, ErrLoopDead) {
 				t.Fatalf("OnControl = %v, want ErrLoopDead", err)
 			}

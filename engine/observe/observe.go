@@ -13,7 +13,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -47,17 +47,17 @@ func GetJSON(ctx context.Context, url string, v any) error {
 }
 
 // Rooms returns an engine's /debug/rooms; base is the engine's base URL.
-func Rooms(ctx context.Context, base string) (engine.RoomsResponse, error) {
-	var r engine.RoomsResponse
-	err := GetJSON(ctx, base+"/debug/rooms", &r)
+func Rooms(ctx context.Context, base string) (contract.RoomsResponse, error) {
+	var r contract.RoomsResponse
+	err := GetJSON(ctx, base+contract.PathDebugRooms, &r)
 	return r, err
 }
 
 // RoomOn returns a room's record on one engine and whether it is held.
-func RoomOn(ctx context.Context, base string, room uint64) (engine.RoomRecord, bool, error) {
+func RoomOn(ctx context.Context, base string, room uint64) (contract.RoomRecord, bool, error) {
 	r, err := Rooms(ctx, base)
 	if err != nil {
-		return engine.RoomRecord{}, false, err
+		return contract.RoomRecord{}, false, err
 	}
 	for _, rec := range r.Held {
 		if rec.Room == room {
@@ -69,7 +69,7 @@ func RoomOn(ctx context.Context, base string, room uint64) (engine.RoomRecord, b
 			return rec, false, nil
 		}
 	}
-	return engine.RoomRecord{}, false, fmt.Errorf("room %d unknown to %s", room, r.Role)
+	return contract.RoomRecord{}, false, fmt.Errorf("room %d unknown to %s", room, r.Role)
 }
 
 // Scrape parses the Prometheus text at url.
@@ -106,11 +106,6 @@ func Gauge(ctx context.Context, url, name string) (float64, error) {
 	return sum, nil
 }
 
-// SlotGauges are the gauges that must be back at 0 once load stops.
-var SlotGauges = []string{engine.MetricPrefillBootstrapQueue, engine.MetricPrefillInflightQueue,
-	engine.MetricDecodePreallocQueue, engine.MetricDecodeTransferQueue, engine.MetricRunning, engine.MetricQueue,
-	engine.MetricTokenUsage, engine.MetricAwaitingAck}
-
 // Target is what Drained reads: the bundled engine's URLs.
 type Target interface {
 	MetricsURLs() []string
@@ -121,7 +116,7 @@ type Target interface {
 // room is held, or says what is still busy.
 func Drained(ctx context.Context, t Target) error {
 	for _, u := range t.MetricsURLs() {
-		for _, g := range SlotGauges {
+		for _, g := range append(contract.SlotGauges(), contract.MetricTokenUsage) { // a fresh engine's KV usage baseline is 0
 			v, err := Gauge(ctx, u, g)
 			if err != nil {
 				return err

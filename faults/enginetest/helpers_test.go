@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/clustertest"
 	"github.com/pdchaos/pdchaos/engine/model"
@@ -85,11 +86,11 @@ func consistently(t *testing.T, window time.Duration, cond func() error) {
 	}
 }
 
-func roomsOf(ctx context.Context, base string) (engine.RoomsResponse, error) {
+func roomsOf(ctx context.Context, base string) (contract.RoomsResponse, error) {
 	return observe.Rooms(ctx, base)
 }
 
-func roomOn(ctx context.Context, base string, room uint64) (engine.RoomRecord, bool, error) {
+func roomOn(ctx context.Context, base string, room uint64) (contract.RoomRecord, bool, error) {
 	return observe.RoomOn(ctx, base, room)
 }
 
@@ -97,11 +98,11 @@ func gauge(ctx context.Context, url, name string) (float64, error) {
 	return observe.Gauge(ctx, url, name)
 }
 
-func eventIndex(rec engine.RoomRecord, kinds ...string) int {
-	return slices.IndexFunc(rec.Events, func(e engine.Event) bool { return slices.Contains(kinds, e.Kind) })
+func eventIndex(rec contract.RoomRecord, kinds ...string) int {
+	return slices.IndexFunc(rec.Events, func(e contract.Event) bool { return slices.Contains(kinds, e.Kind) })
 }
 
-func eventKinds(rec engine.RoomRecord) []string {
+func eventKinds(rec contract.RoomRecord) []string {
 	var out []string
 	for _, e := range rec.Events {
 		out = append(out, e.Kind+":"+e.State)
@@ -159,7 +160,7 @@ func chat(ctx context.Context, endpoint string, msgs []model.Message, maxTokens 
 		return chatResult{err: err}
 	}
 	defer resp.Body.Close()
-	room, _ := strconv.ParseUint(resp.Header.Get("X-PD-Bootstrap-Room"), 10, 64)
+	room, _ := strconv.ParseUint(resp.Header.Get(contract.RoomHeader), 10, 64)
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
 		return chatResult{room: room, err: fmt.Errorf("status %d: %s", resp.StatusCode, b)}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/faults"
@@ -62,10 +63,10 @@ func TestEngineHooksHoldRequests(t *testing.T) {
 		metric string // the queue the request is parked in: its gauge reads 1
 		engine int    // index in MetricsURLs
 	}{
-		{&faults.PauseTransferWorkers{Rank: -1, Worker: -1}, engine.HookTransferWorkers, "prefill", engine.MetricPrefillInflightQueue, 0},
-		{&faults.StallBootstrapLoop{Rank: -1}, engine.HookBootstrapLoop, "prefill", engine.MetricPrefillBootstrapQueue, 0},
-		{&faults.StallScheduler{Role: "decode", Rank: -1}, engine.HookScheduler, "decode", engine.MetricDecodePreallocQueue, 1},
-		{&faults.StallScheduler{Role: "prefill", Rank: -1}, engine.HookScheduler, "prefill", engine.MetricPrefillBootstrapQueue, 0},
+		{&faults.PauseTransferWorkers{Rank: -1, Worker: -1}, contract.HookTransferWorkers, "prefill", contract.MetricPrefillInflightQueue, 0},
+		{&faults.StallBootstrapLoop{Rank: -1}, contract.HookBootstrapLoop, "prefill", contract.MetricPrefillBootstrapQueue, 0},
+		{&faults.StallScheduler{Role: "decode", Rank: -1}, contract.HookScheduler, "decode", contract.MetricDecodePreallocQueue, 1},
+		{&faults.StallScheduler{Role: "prefill", Rank: -1}, contract.HookScheduler, "prefill", contract.MetricPrefillBootstrapQueue, 0},
 	}
 	for i, tc := range cases {
 		t.Run(tc.fault.Name(), func(t *testing.T) {
@@ -116,7 +117,7 @@ func TestEngineHooksHoldRequests(t *testing.T) {
 				t.Errorf("evidence: %+v", ev)
 			}
 			// Evidence's held_ns is read right after Resume, before the
-			// released actors have added their hold time (engine.Gate counts
+			// released actors have added their hold time (gate.Gate counts
 			// it on wake-up), so it may read 0; the gate's own total, once
 			// the actors ran again, shows the hold lasted.
 			t.Logf("evidence %v", ev.Counters)
@@ -150,7 +151,7 @@ func TestEngineHookOnIdleEngineIsNotEffective(t *testing.T) {
 	f := &faults.PauseTransferWorkers{Rank: -1, Worker: -1}
 	heal := inject(t, c, f)
 	consistently(t, 200*time.Millisecond, func() error {
-		held, paused, err := heldAt(t.Context(), c, engine.HookTransferWorkers, "prefill")
+		held, paused, err := heldAt(t.Context(), c, contract.HookTransferWorkers, "prefill")
 		if err != nil || held != 0 || paused == 0 {
 			return fmt.Errorf("idle workers: held %d paused %d (%v)", held, paused, err)
 		}

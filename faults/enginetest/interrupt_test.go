@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/faults"
@@ -83,7 +84,7 @@ func TestInterruptedPlayLeavesNothing(t *testing.T) {
 					if got := hold.Evidence().Counters["held"]; got < 1 {
 						return fmt.Errorf("metadata of room %d not held yet", heldRoom)
 					}
-					if held, _, err := heldAt(t.Context(), c, engine.HookTransferWorkers, "prefill"); err != nil || held < 1 {
+					if held, _, err := heldAt(t.Context(), c, contract.HookTransferWorkers, "prefill"); err != nil || held < 1 {
 						return fmt.Errorf("no transfer worker holds a chunk yet (%v)", err)
 					}
 					if tx := n.Toxics()["kv/0"]; len(tx) != 1 {

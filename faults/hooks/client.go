@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 )
 
-var _ engine.Hooks = (*HooksClient)(nil)
+var _ contract.Hooks = (*HooksClient)(nil)
 
-// HooksClient is engine.Hooks for an engine in another process, spoken to
+// HooksClient is contract.Hooks for an engine in another process, spoken to
 // over its /debug/hooks endpoint, so hook faults work the same on an
 // in-process cluster and on engine processes.
 type HooksClient struct {
@@ -26,22 +26,22 @@ type HooksClient struct {
 }
 
 // Pause closes the selected gates.
-func (c *HooksClient) Pause(ctx context.Context, spec engine.HookSpec) error {
-	return c.post(ctx, Request{Action: ActionPause, Spec: spec})
+func (c *HooksClient) Pause(ctx context.Context, spec contract.HookSpec) error {
+	return c.post(ctx, contract.HooksRequest{Action: contract.HookActionPause, Spec: spec})
 }
 
 // Resume opens the selected gates.
-func (c *HooksClient) Resume(ctx context.Context, spec engine.HookSpec) error {
-	return c.post(ctx, Request{Action: ActionResume, Spec: spec})
+func (c *HooksClient) Resume(ctx context.Context, spec contract.HookSpec) error {
+	return c.post(ctx, contract.HooksRequest{Action: contract.HookActionResume, Spec: spec})
 }
 
 // ResumeAll opens every gate.
 func (c *HooksClient) ResumeAll(ctx context.Context) error {
-	return c.post(ctx, Request{Action: ActionResumeAll})
+	return c.post(ctx, contract.HooksRequest{Action: contract.HookActionResumeAll})
 }
 
 // State reports every gate.
-func (c *HooksClient) State(ctx context.Context) ([]engine.HookState, error) {
+func (c *HooksClient) State(ctx context.Context) ([]contract.HookState, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("hook state: %w", err)
@@ -54,14 +54,14 @@ func (c *HooksClient) State(ctx context.Context) ([]engine.HookState, error) {
 	if err := check(resp); err != nil {
 		return nil, fmt.Errorf("hook state: %w", err)
 	}
-	var states []engine.HookState
+	var states []contract.HookState
 	if err := json.NewDecoder(resp.Body).Decode(&states); err != nil {
 		return nil, fmt.Errorf("hook state: decode: %w", err)
 	}
 	return states, nil
 }
 
-func (c *HooksClient) post(ctx context.Context, r Request) error {
+func (c *HooksClient) post(ctx context.Context, r contract.HooksRequest) error {
 	body, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("hook %s %s: %w", r.Action, r.Spec, err)
@@ -85,7 +85,7 @@ func (c *HooksClient) post(ctx context.Context, r Request) error {
 
 // check turns a non-2xx answer into an error. It reads both error bodies in
 // use ({"error":"msg"} and the engine's {"error":{"message":"msg",...}}); a
-// 404, or a message naming an unknown hook, wraps engine.ErrUnknownHook.
+// 404, or a message naming an unknown hook, wraps contract.ErrUnknownHook.
 func check(resp *http.Response) error {
 	if resp.StatusCode/100 == 2 {
 		return nil
@@ -106,13 +106,13 @@ func check(resp *http.Response) error {
 			msg = obj.Message
 		}
 	}
-	if resp.StatusCode == http.StatusNotFound || strings.Contains(msg, engine.ErrUnknownHook.Error()) {
-		return fmt.Errorf("%w: status %d: %s", engine.ErrUnknownHook, resp.StatusCode, msg)
+	if resp.StatusCode == http.StatusNotFound || strings.Contains(msg, contract.ErrUnknownHook.Error()) {
+		return fmt.Errorf("%w: status %d: %s", contract.ErrUnknownHook, resp.StatusCode, msg)
 	}
 	return fmt.Errorf("status %d: %s", resp.StatusCode, msg)
 }
 
-func (c *HooksClient) url() string { return strings.TrimSuffix(c.BaseURL, "/") + Path }
+func (c *HooksClient) url() string { return strings.TrimSuffix(c.BaseURL, "/") + contract.HooksPath }
 
 func (c *HooksClient) client() *http.Client {
 	if c.Client != nil {

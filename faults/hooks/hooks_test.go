@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/faults/hooks"
 	"github.com/pdchaos/pdchaos/faults/internal/faketarget"
@@ -18,24 +19,24 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var worker0 = engine.HookSpec{Hook: engine.HookTransferWorkers, Role: "prefill", Rank: 0, Worker: 0}
+var worker0 = contract.HookSpec{Hook: contract.HookTransferWorkers, Role: "prefill", Rank: 0, Worker: 0}
 
 func serve(t *testing.T) (*faketarget.Hooks, *hooks.HooksClient) {
 	t.Helper()
 	fh := faketarget.NewHooks(worker0,
-		engine.HookSpec{Hook: engine.HookTransferWorkers, Role: "prefill", Rank: 0, Worker: 1},
-		engine.HookSpec{Hook: engine.HookScheduler, Role: "decode", Rank: 0})
+		contract.HookSpec{Hook: contract.HookTransferWorkers, Role: "prefill", Rank: 0, Worker: 1},
+		contract.HookSpec{Hook: contract.HookScheduler, Role: "decode", Rank: 0})
 	mux := http.NewServeMux()
-	mux.Handle(hooks.Path, engine.ServeHooks(fh))
+	mux.Handle(contract.HooksPath, engine.ServeHooks(fh))
 	srv := httptest.NewServer(mux)
 	tr := &http.Transport{}
 	t.Cleanup(func() { tr.CloseIdleConnections(); srv.Close() })
 	return fh, &hooks.HooksClient{BaseURL: srv.URL + "/", Client: &http.Client{Transport: tr}}
 }
 
-func waitHeld(t *testing.T, c *hooks.HooksClient, spec engine.HookSpec) engine.HookState {
+func waitHeld(t *testing.T, c *hooks.HooksClient, spec contract.HookSpec) contract.HookState {
 	t.Helper()
-	var got engine.HookState
+	var got contract.HookState
 	faketarget.Eventually(t, 10*time.Second, func() bool {
 		states, err := c.State(context.Background())
 		if err != nil {
@@ -60,7 +61,7 @@ func TestClientServerRoundTrip(t *testing.T) {
 	defer wait()
 	defer cancel()
 
-	all := engine.HookSpec{Hook: engine.HookTransferWorkers, Role: "prefill", Rank: -1, Worker: -1}
+	all := contract.HookSpec{Hook: contract.HookTransferWorkers, Role: "prefill", Rank: -1, Worker: -1}
 	if err := c.Pause(ctx, all); err != nil {
 		t.Fatalf("pause: %v", err)
 	}
@@ -80,13 +81,13 @@ func TestClientServerRoundTrip(t *testing.T) {
 			t.Errorf("%s still paused after resume", s.HookSpec)
 		}
 	}
-	if err := c.Pause(ctx, engine.HookSpec{Hook: engine.HookScheduler, Role: "decode", Rank: 0}); err != nil {
+	if err := c.Pause(ctx, contract.HookSpec{Hook: contract.HookScheduler, Role: "decode", Rank: 0}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.ResumeAll(ctx); err != nil {
 		t.Fatalf("resume-all: %v", err)
 	}
-	if fh.Gate(engine.HookSpec{Hook: engine.HookScheduler, Role: "decode", Rank: 0}).Paused() {
+	if fh.Gate(contract.HookSpec{Hook: contract.HookScheduler, Role: "decode", Rank: 0}).Paused() {
 		t.Error("resume-all left the scheduler paused")
 	}
 }
@@ -94,15 +95,15 @@ func TestClientServerRoundTrip(t *testing.T) {
 func TestErrors(t *testing.T) {
 	_, c := serve(t)
 	ctx := context.Background()
-	err := c.Pause(ctx, engine.HookSpec{Hook: "nope", Role: "prefill", Rank: 0})
-	if !errors.Is(err, engine.ErrUnknownHook) || !strings.Contains(err.Error(), "nope") {
+	err := c.Pause(ctx, contract.HookSpec{Hook: "nope", Role: "prefill", Rank: 0})
+	if !errors.Is(err, contract.ErrUnknownHook) || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("unknown hook: %v", err)
 	}
 	bad := &hooks.HooksClient{BaseURL: c.BaseURL + "missing", Client: c.Client}
 	if _, err := bad.State(ctx); err == nil {
 		t.Error("state from a wrong URL succeeded")
 	}
-	resp, err := c.Client.Post(strings.TrimSuffix(c.BaseURL, "/")+hooks.Path, "application/json",
+	resp, err := c.Client.Post(strings.TrimSuffix(c.BaseURL, "/")+contract.HooksPath, "application/json",
 		strings.NewReader(`{"action":"explode"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func TestErrors(t *testing.T) {
 func TestLoopbackOnly(t *testing.T) {
 	h := engine.ServeHooks(faketarget.NewHooks())
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodGet, hooks.Path, nil)
+	req := httptest.NewRequest(http.MethodGet, contract.HooksPath, nil)
 	req.RemoteAddr = "10.1.2.3:4444"
 	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusForbidden {
@@ -136,7 +137,7 @@ func TestEngineErrorBody(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	c := &hooks.HooksClient{BaseURL: srv.URL, Client: &http.Client{Transport: tr}}
 	err := c.Resume(context.Background(), worker0)
-	if !errors.Is(err, engine.ErrUnknownHook) || !strings.Contains(err.Error(), "prefill/x") {
+	if !errors.Is(err, contract.ErrUnknownHook) || !strings.Contains(err.Error(), "prefill/x") {
 		t.Errorf("engine error body: %v", err)
 	}
 }

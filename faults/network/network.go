@@ -15,7 +15,7 @@ import (
 	"github.com/Shopify/toxiproxy/v2/toxics"
 	"github.com/rs/zerolog"
 
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 )
 
@@ -41,7 +41,7 @@ type linkProxy struct {
 	listen  string
 	proxy   *toxiproxy.Proxy
 	meter   *meter
-	restore engine.Restore
+	restore contract.Restore
 	downs   int // active LinkDown injections; the proxy is stopped while > 0
 }
 
@@ -118,7 +118,7 @@ func (n *Network) Close(ctx context.Context) error {
 
 // findLink returns the target's link or an ErrUnsupported error listing the
 // valid links.
-func findLink(t faults.Target, name string) (engine.Link, error) {
+func findLink(t faults.Target, name string) (contract.Link, error) {
 	links := t.Links()
 	names := make([]string, 0, len(links))
 	for _, l := range links {
@@ -127,7 +127,7 @@ func findLink(t faults.Target, name string) (engine.Link, error) {
 		}
 		names = append(names, l.Name)
 	}
-	return engine.Link{}, fmt.Errorf("no link %q (valid: %s): %w", name, strings.Join(names, ", "), faults.ErrUnsupported)
+	return contract.Link{}, fmt.Errorf("no link %q (valid: %s): %w", name, strings.Join(names, ", "), contract.ErrUnsupported)
 }
 
 // proxyFor returns the link's proxy, creating and interposing it on first

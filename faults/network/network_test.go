@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/internal/faketarget"
 	"github.com/pdchaos/pdchaos/faults/network"
@@ -286,7 +287,7 @@ func TestValidationAppliesNothing(t *testing.T) {
 					t.Errorf("error %q does not name %s", err, w)
 				}
 			}
-			if errors.Is(err, faults.ErrUnsupported) != tc.unsup {
+			if errors.Is(err, contract.ErrUnsupported) != tc.unsup {
 				t.Errorf("errors.Is(%v, ErrUnsupported) = %v", err, !tc.unsup)
 			}
 		})

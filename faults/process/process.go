@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 )
 
@@ -138,14 +139,14 @@ func (f *Kill) Evidence() faults.Evidence {
 }
 
 // lookup finds the role's process, naming the valid roles when it is unknown.
-func lookup(t faults.Target, name, role string) (faults.Processes, int, error) {
+func lookup(t faults.Target, name, role string) (contract.Processes, int, error) {
 	procs, err := t.Processes()
 	if err != nil {
 		return nil, 0, fmt.Errorf("inject %s: %w", name, err)
 	}
 	if roles := procs.Roles(); !slices.Contains(roles, role) {
 		return nil, 0, fmt.Errorf("inject %s: no role process %q (valid: %s): %w",
-			name, role, strings.Join(roles, ", "), faults.ErrUnsupported)
+			name, role, strings.Join(roles, ", "), contract.ErrUnsupported)
 	}
 	pid, err := procs.PID(role)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/internal/faketarget"
 	"github.com/pdchaos/pdchaos/faults/process"
@@ -108,12 +109,12 @@ func TestKillWithRestart(t *testing.T) {
 
 func TestUnsupported(t *testing.T) {
 	tg := faketarget.New()
-	if _, err := (&process.Stop{Role: "prefill"}).Inject(context.Background(), tg); !errors.Is(err, faults.ErrUnsupported) {
+	if _, err := (&process.Stop{Role: "prefill"}).Inject(context.Background(), tg); !errors.Is(err, contract.ErrUnsupported) {
 		t.Errorf("no process control: %v", err)
 	}
 	tg.Procs = faketarget.NewProcesses(t, "prefill")
 	_, err := (&process.Kill{Role: "decode"}).Inject(context.Background(), tg)
-	if !errors.Is(err, faults.ErrUnsupported) || !strings.Contains(err.Error(), "prefill") {
+	if !errors.Is(err, contract.ErrUnsupported) || !strings.Contains(err.Error(), "prefill") {
 		t.Errorf("unknown role: %v", err)
 	}
 }

@@ -16,7 +16,7 @@
 //
 // Faults (DelayMessages, AbortBeforeMetadata, HoldMessages, Drop,
 // Duplicate) implement faults.Fault: Inject finds the named link (it must
-// be engine.LinkZMTP), starts a Proxy to its address and asks the target to
+// be contract.LinkZMTP), starts a Proxy to its address and asks the target to
 // Interpose it; Heal releases held messages, restores the link and closes
 // the proxy.
 //
@@ -41,5 +41,5 @@
 // decode runs on another host).
 //
 // Must not import: harness/, suites/, Ginkgo. It depends on engine (Link),
-// engine/zmtp (frame codec) and faults (the Fault contract) only.
+// zmtp (frame codec) and faults (the Fault contract) only.
 package protocol

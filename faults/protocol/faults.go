@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 )
 
@@ -23,7 +23,7 @@ type injector struct {
 // inject starts a proxy with rules in front of link and interposes it.
 // On any error nothing is left: no listener, no goroutine.
 func (in *injector) inject(ctx context.Context, t faults.Target, name, link string, rules []Rule) (faults.Heal, error) {
-	var l *engine.Link
+	var l *contract.Link
 	for _, cand := range t.Links() {
 		if cand.Name == link {
 			l = &cand
@@ -31,10 +31,10 @@ func (in *injector) inject(ctx context.Context, t faults.Target, name, link stri
 		}
 	}
 	if l == nil {
-		return nil, fmt.Errorf("inject %s: no link %q: %w", name, link, faults.ErrUnsupported)
+		return nil, fmt.Errorf("inject %s: no link %q: %w", name, link, contract.ErrUnsupported)
 	}
-	if l.Kind != engine.LinkZMTP {
-		return nil, fmt.Errorf("inject %s: link %s carries %s, not zmtp: %w", name, link, l.Kind, faults.ErrUnsupported)
+	if l.Kind != contract.LinkZMTP {
+		return nil, fmt.Errorf("inject %s: link %s carries %s, not zmtp: %w", name, link, l.Kind, contract.ErrUnsupported)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("inject %s on link %s: %w", name, link, err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 )
 
@@ -151,7 +152,7 @@ func TestInjectRefusesAndLeavesNothing(t *testing.T) {
 	_, tgt := pair(t)
 	for _, link := range []string{"nope", "bootstrap"} {
 		_, err := (&Drop{Link: link}).Inject(testCtx(t), tgt)
-		if !errors.Is(err, faults.ErrUnsupported) || !strings.Contains(err.Error(), link) {
+		if !errors.Is(err, contract.ErrUnsupported) || !strings.Contains(err.Error(), link) {
 			t.Fatalf("link %s: %v", link, err)
 		}
 	}

@@ -8,9 +8,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/pdchaos/pdchaos/engine"
-	"github.com/pdchaos/pdchaos/engine/zmtp"
-	"github.com/pdchaos/pdchaos/faults"
+	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/zmtp"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -25,15 +24,15 @@ func testCtx(t *testing.T) context.Context {
 // fakeTarget has links and records Interpose calls; interpose may be
 // replaced to fail or block.
 type fakeTarget struct {
-	links     []engine.Link
+	links     []contract.Link
 	mu        sync.Mutex
 	via       string
 	restored  int
 	interpose func(ctx context.Context, link, via string) error
 }
 
-func (f *fakeTarget) Links() []engine.Link { return f.links }
-func (f *fakeTarget) Interpose(ctx context.Context, link, via string) (engine.Restore, error) {
+func (f *fakeTarget) Links() []contract.Link { return f.links }
+func (f *fakeTarget) Interpose(ctx context.Context, link, via string) (contract.Restore, error) {
 	f.mu.Lock()
 	f.via = via
 	f.mu.Unlock()
@@ -49,8 +48,8 @@ func (f *fakeTarget) Interpose(ctx context.Context, link, via string) (engine.Re
 		return nil
 	}, nil
 }
-func (f *fakeTarget) Hooks() (engine.Hooks, error)         { return nil, faults.ErrUnsupported }
-func (f *fakeTarget) Processes() (faults.Processes, error) { return nil, faults.ErrUnsupported }
+func (f *fakeTarget) Hooks() (contract.Hooks, error)         { return nil, contract.ErrUnsupported }
+func (f *fakeTarget) Processes() (contract.Processes, error) { return nil, contract.ErrUnsupported }
 
 func (f *fakeTarget) viaAddr() string {
 	f.mu.Lock()
@@ -67,9 +66,9 @@ func pair(t *testing.T) (*zmtp.Pull, *fakeTarget) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pull.Close() })
-	return pull, &fakeTarget{links: []engine.Link{
-		{Name: "control/0", From: "decode", To: "prefill", Kind: engine.LinkZMTP, Addr: pull.Addr()},
-		{Name: "bootstrap", From: "decode", To: "prefill", Kind: engine.LinkHTTP, Addr: pull.Addr()},
+	return pull, &fakeTarget{links: []contract.Link{
+		{Name: "control/0", From: "decode", To: "prefill", Kind: contract.LinkZMTP, Addr: pull.Addr()},
+		{Name: "bootstrap", From: "decode", To: "prefill", Kind: contract.LinkHTTP, Addr: pull.Addr()},
 	}}
 }
 

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pdchaos/pdchaos/engine/zmtp"
+	"github.com/pdchaos/pdchaos/zmtp"
 )
 
 // CloseFlushTimeout bounds how long Close spends delivering released

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdchaos/pdchaos/engine/zmtp"
-	"github.com/pdchaos/pdchaos/engine/zmtp/zmtptest"
+	"github.com/pdchaos/pdchaos/zmtp"
+	"github.com/pdchaos/pdchaos/zmtp/zmtptest"
 )
 
 func listenProxy(t *testing.T, upstream string, rules ...Rule) *Proxy {

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+
+	"github.com/pdchaos/pdchaos/contract"
 )
 
 // RouteRewriter is an HTTP reverse proxy for an SGLang prefill bootstrap
@@ -53,7 +55,7 @@ func (rr *RouteRewriter) ServeHTTP(w http.ResponseWriter, r *http.Request) { rr.
 
 func (rr *RouteRewriter) modify(resp *http.Response) error {
 	req := resp.Request
-	if req == nil || req.Method != http.MethodGet || req.URL.Path != "/route" || resp.StatusCode != http.StatusOK {
+	if req == nil || req.Method != http.MethodGet || req.URL.Path != contract.PathRoute || resp.StatusCode != http.StatusOK {
 		return nil
 	}
 	body, err := io.ReadAll(resp.Body)

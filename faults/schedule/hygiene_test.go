@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/internal/faketarget"
 	"github.com/pdchaos/pdchaos/faults/network"
@@ -27,7 +27,7 @@ func TestInterruptedRunLeavesNothing(t *testing.T) {
 			ignore := goleak.IgnoreCurrent()
 			t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 
-			sched := engine.HookSpec{Hook: engine.HookScheduler, Role: "decode", Rank: 0}
+			sched := contract.HookSpec{Hook: contract.HookScheduler, Role: "decode", Rank: 0}
 			tg := faketarget.New(faketarget.EchoLink(t, "kv/0"), faketarget.EchoLink(t, "bootstrap"))
 			hooks := faketarget.NewHooks(sched)
 			procs := faketarget.NewProcesses(t, "prefill")

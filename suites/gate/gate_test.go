@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/harness"
 	"github.com/pdchaos/pdchaos/suites/labels"
 )
@@ -73,19 +73,19 @@ var _ = Describe("pre-release gate", Serial, func() {
 	// The catching scenario of every regression, as in harness's
 	// TestRunCatchesRegressions.
 	catches := []struct{ regression, scenario, check string }{
-		{core.AbortBeforeStatus, "abort-overtakes-metadata", harness.CheckRoomsTerminal},
-		{core.StatusResurrection, "paused-transfer-workers", harness.CheckRoomsTerminal},
-		{core.UnknownRoomWaiting, "late-registration", harness.CheckRoomsTerminal},
-		{core.BootstrapThreadDeath, "abort-storm", harness.CheckLiveness},
-		{core.DecodeAbortLeak, "abort-storm", harness.CheckSlotsReleased},
-		{core.RankDesync, "tp2-abort-storm", harness.CheckLiveness},
-		{core.FreeBeforeAck, "stale-kv-writes", harness.CheckIntegrity},
+		{contract.AbortBeforeStatus, "abort-overtakes-metadata", contract.CheckRoomsTerminal},
+		{contract.StatusResurrection, "paused-transfer-workers", contract.CheckRoomsTerminal},
+		{contract.UnknownRoomWaiting, "late-registration", contract.CheckRoomsTerminal},
+		{contract.BootstrapThreadDeath, "abort-storm", contract.CheckLiveness},
+		{contract.DecodeAbortLeak, "abort-storm", contract.CheckSlotsReleased},
+		{contract.RankDesync, "tp2-abort-storm", contract.CheckLiveness},
+		{contract.FreeBeforeAck, "stale-kv-writes", contract.CheckIntegrity},
 	}
 
 	Describe("regressions are caught", func() {
 		It("every regression in the engine catalogue has a catching scenario", func(ctx SpecContext) {
 			var missing []string
-			for _, name := range core.Names() {
+			for _, name := range contract.RegressionNames() {
 				if !slices.ContainsFunc(catches, func(c struct{ regression, scenario, check string }) bool {
 					return c.regression == name
 				}) {
@@ -123,7 +123,7 @@ var _ = Describe("pre-release gate", Serial, func() {
 				Expect(caught).NotTo(BeNil(), "%s not caught by %s (%s) in %d seeds:\n%v",
 					c.regression, c.scenario, c.check, catchTries, misses)
 				reportFigures(caught)
-				if c.check == harness.CheckRoomsTerminal {
+				if c.check == contract.CheckRoomsTerminal {
 					rt, _ := caught.Checks.Get(c.check)
 					Expect(rt.Stuck).NotTo(BeEmpty(), "rooms-terminal failed without naming rooms")
 				}

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/harness"
 	"github.com/pdchaos/pdchaos/suites/labels"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
@@ -104,9 +105,9 @@ func run(ctx context.Context, sc *harness.Scenario, seed uint64, src harness.Tar
 
 // reportFigures puts a run's key figures in the report (JUnit properties).
 func reportFigures(res *harness.Result) {
-	co, _ := res.Checks.Get(harness.CheckClientOutcomes)
-	lf, _ := res.Checks.Get(harness.CheckLoadFloor)
-	rt, _ := res.Checks.Get(harness.CheckRoomsTerminal)
+	co, _ := res.Checks.Get(contract.CheckClientOutcomes)
+	lf, _ := res.Checks.Get(contract.CheckLoadFloor)
+	rt, _ := res.Checks.Get(contract.CheckRoomsTerminal)
 	AddReportEntry("seed", res.Seed)
 	AddReportEntry("verdict", string(res.Verdict))
 	AddReportEntry("requests", co.Evidence["requests"])

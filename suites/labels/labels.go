@@ -8,7 +8,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 
-	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/harness"
 )
 
@@ -58,7 +58,7 @@ func New() Vocabulary {
 		"control-link", "kv-pool", "tp", "procs", "agents"} {
 		v.valid[Component(c)] = true
 	}
-	for _, r := range core.Names() {
+	for _, r := range contract.RegressionNames() {
 		v.valid[Regression(r)] = true
 	}
 	return v

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/pdchaos/pdchaos/contract"
 )
 
 func TestVocabulary(t *testing.T) {
@@ -21,7 +21,7 @@ func TestVocabulary(t *testing.T) {
 		{Fault("reset-peer"), true},
 		{Fault("cancel"), true},
 		{Component("decode"), true},
-		{Regression(core.RankDesync), true},
+		{Regression(contract.RankDesync), true},
 		{"tier:nightly", false},
 		{Fault("meteor-strike"), false},
 		{Regression("not-a-bug"), false},

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
@@ -98,7 +99,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.opts.NoRoom {
-		w.Header().Set("X-PD-Bootstrap-Room", strconv.FormatUint(uint64(n)*0x9e3779b97f4a7c15>>1, 10))
+		w.Header().Set(contract.RoomHeader, strconv.FormatUint(uint64(n)*0x9e3779b97f4a7c15>>1, 10))
 	}
 	if e := s.errorEvery.Load(); e > 0 && n%e == 0 {
 		w.Header().Set("Content-Type", "application/json")

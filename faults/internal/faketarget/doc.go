@@ -1,6 +1,6 @@
 // Package faketarget is a small faults.Target for the tests of the fault
 // injectors: real loopback servers behind named links, a dialer that honours
-// Interpose, engine hooks built from engine.Gate values and role processes
+// Interpose, engine hooks built from gate.Gate values and role processes
 // that are real child processes. It exists so every injector is tested
 // against real sockets, signals and gates without the bundled engine.
 //

@@ -7,30 +7,31 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/gate"
 )
 
-var _ engine.Hooks = (*Hooks)(nil)
+var _ contract.Hooks = (*Hooks)(nil)
 
-// Hooks implements engine.Hooks over a fixed set of gates, one per concrete
+// Hooks implements contract.Hooks over a fixed set of gates, one per concrete
 // spec (no -1 in it), as the engine would.
 type Hooks struct {
 	mu    sync.Mutex
-	specs []engine.HookSpec
-	gates []*engine.Gate
+	specs []contract.HookSpec
+	gates []*gate.Gate
 }
 
 // NewHooks returns hooks with one gate per spec.
-func NewHooks(specs ...engine.HookSpec) *Hooks {
+func NewHooks(specs ...contract.HookSpec) *Hooks {
 	h := &Hooks{specs: specs}
 	for range specs {
-		h.gates = append(h.gates, new(engine.Gate))
+		h.gates = append(h.gates, new(gate.Gate))
 	}
 	return h
 }
 
 // Gate returns the gate of a concrete spec, for an actor to wait on.
-func (h *Hooks) Gate(spec engine.HookSpec) *engine.Gate {
+func (h *Hooks) Gate(spec contract.HookSpec) *gate.Gate {
 	for i, s := range h.specs {
 		if s == spec {
 			return h.gates[i]
@@ -39,36 +40,30 @@ func (h *Hooks) Gate(spec engine.HookSpec) *engine.Gate {
 	return nil
 }
 
-func matches(sel, s engine.HookSpec) bool {
-	return sel.Hook == s.Hook && sel.Role == s.Role &&
-		(sel.Rank == -1 || sel.Rank == s.Rank) &&
-		(sel.Hook != engine.HookTransferWorkers || sel.Worker == -1 || sel.Worker == s.Worker)
-}
-
-func (h *Hooks) each(spec engine.HookSpec, f func(*engine.Gate)) error {
+func (h *Hooks) each(spec contract.HookSpec, f func(*gate.Gate)) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := 0
 	for i, s := range h.specs {
-		if matches(spec, s) {
+		if spec.Selects(s) {
 			f(h.gates[i])
 			n++
 		}
 	}
 	if n == 0 {
-		return fmt.Errorf("%s: %w", spec, engine.ErrUnknownHook)
+		return fmt.Errorf("%s: %w", spec, contract.ErrUnknownHook)
 	}
 	return nil
 }
 
 // Pause closes the selected gates.
-func (h *Hooks) Pause(_ context.Context, spec engine.HookSpec) error {
-	return h.each(spec, (*engine.Gate).Pause)
+func (h *Hooks) Pause(_ context.Context, spec contract.HookSpec) error {
+	return h.each(spec, (*gate.Gate).Pause)
 }
 
 // Resume opens the selected gates.
-func (h *Hooks) Resume(_ context.Context, spec engine.HookSpec) error {
-	return h.each(spec, (*engine.Gate).Resume)
+func (h *Hooks) Resume(_ context.Context, spec contract.HookSpec) error {
+	return h.each(spec, (*gate.Gate).Resume)
 }
 
 // ResumeAll opens every gate.
@@ -82,13 +77,13 @@ func (h *Hooks) ResumeAll(context.Context) error {
 }
 
 // State reports every gate.
-func (h *Hooks) State(context.Context) ([]engine.HookState, error) {
+func (h *Hooks) State(context.Context) ([]contract.HookState, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make([]engine.HookState, len(h.specs))
+	out := make([]contract.HookState, len(h.specs))
 	for i, s := range h.specs {
 		held, heldFor := h.gates[i].Stats()
-		out[i] = engine.HookState{HookSpec: s, Paused: h.gates[i].Paused(), Held: held, HeldFor: heldFor}
+		out[i] = contract.HookState{HookSpec: s, Paused: h.gates[i].Paused(), Held: held, HeldFor: heldFor}
 	}
 	return out, nil
 }
@@ -96,7 +91,7 @@ func (h *Hooks) State(context.Context) ([]engine.HookState, error) {
 // RunActor waits on gate in a loop until ctx ends, as an engine actor
 // checks its gate once per step; step is called after each pass, if not nil.
 // It returns when the goroutine has stopped.
-func RunActor(ctx context.Context, gate *engine.Gate, step func()) (wait func()) {
+func RunActor(ctx context.Context, gate *gate.Gate, step func()) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -9,12 +9,12 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/pdchaos/pdchaos/faults"
+	"github.com/pdchaos/pdchaos/contract"
 )
 
 func yield() { runtime.Gosched() }
 
-var _ faults.Processes = (*Processes)(nil)
+var _ contract.Processes = (*Processes)(nil)
 
 // Processes runs each role as a real child process (sleep), reaped by a
 // waiter goroutine so a killed process disappears from /proc.
@@ -73,7 +73,7 @@ func (p *Processes) PID(role string) (int, error) {
 	defer p.mu.Unlock()
 	pr, ok := p.cmds[role]
 	if !ok {
-		return 0, fmt.Errorf("role %s: %w", role, faults.ErrUnsupported)
+		return 0, fmt.Errorf("role %s: %w", role, contract.ErrUnsupported)
 	}
 	return pr.cmd.Process.Pid, nil
 }
@@ -84,7 +84,7 @@ func (p *Processes) Restart(ctx context.Context, role string) error {
 	defer p.mu.Unlock()
 	pr, ok := p.cmds[role]
 	if !ok {
-		return fmt.Errorf("role %s: %w", role, faults.ErrUnsupported)
+		return fmt.Errorf("role %s: %w", role, contract.ErrUnsupported)
 	}
 	select {
 	case <-pr.done:

@@ -9,25 +9,25 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 )
 
 // HTTPLink starts an HTTP server that answers every request with body and
 // returns the link naming it; the server closes at the end of the test.
-func HTTPLink(tb testing.TB, name, body string) engine.Link {
+func HTTPLink(tb testing.TB, name, body string) contract.Link {
 	tb.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_, _ = io.WriteString(w, body)
 	}))
 	tb.Cleanup(srv.Close)
-	return engine.Link{Name: name, From: "router", To: "prefill", Kind: engine.LinkHTTP,
+	return contract.Link{Name: name, From: "router", To: "prefill", Kind: contract.LinkHTTP,
 		Addr: strings.TrimPrefix(srv.URL, "http://")}
 }
 
 // EchoLink starts a TCP echo server and returns the link naming it; the
 // server and its connections close at the end of the test.
-func EchoLink(tb testing.TB, name string) engine.Link {
+func EchoLink(tb testing.TB, name string) contract.Link {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -69,5 +69,5 @@ func EchoLink(tb testing.TB, name string) engine.Link {
 		mu.Unlock()
 		wg.Wait()
 	})
-	return engine.Link{Name: name, From: "prefill", To: "decode", Kind: engine.LinkKV, Addr: ln.Addr().String()}
+	return contract.Link{Name: name, From: "prefill", To: "decode", Kind: contract.LinkKV, Addr: ln.Addr().String()}
 }

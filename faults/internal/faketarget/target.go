@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 )
 
@@ -18,19 +18,19 @@ var _ faults.Target = (*Target)(nil)
 // interposed address, as a real engine would after Interpose.
 type Target struct {
 	// Hook is returned by Hooks; nil means the target has no hooks.
-	Hook engine.Hooks
+	Hook contract.Hooks
 	// Procs is returned by Processes; nil means no process control.
-	Procs faults.Processes
+	Procs contract.Processes
 
 	mu    sync.Mutex
-	links []engine.Link
+	links []contract.Link
 	via   map[string]string
 	conns map[string]map[net.Conn]struct{}
 	trs   map[string]*http.Transport
 }
 
 // New returns a target with the given links.
-func New(links ...engine.Link) *Target {
+func New(links ...contract.Link) *Target {
 	return &Target{
 		links: links,
 		via:   map[string]string{},
@@ -40,35 +40,35 @@ func New(links ...engine.Link) *Target {
 }
 
 // Links lists the links.
-func (t *Target) Links() []engine.Link { return append([]engine.Link(nil), t.links...) }
+func (t *Target) Links() []contract.Link { return append([]contract.Link(nil), t.links...) }
 
 // Hooks returns Hook or ErrUnsupported.
-func (t *Target) Hooks() (engine.Hooks, error) {
+func (t *Target) Hooks() (contract.Hooks, error) {
 	if t.Hook == nil {
-		return nil, fmt.Errorf("hooks: %w", faults.ErrUnsupported)
+		return nil, fmt.Errorf("hooks: %w", contract.ErrUnsupported)
 	}
 	return t.Hook, nil
 }
 
 // Processes returns Procs or ErrUnsupported.
-func (t *Target) Processes() (faults.Processes, error) {
+func (t *Target) Processes() (contract.Processes, error) {
 	if t.Procs == nil {
-		return nil, fmt.Errorf("processes: %w", faults.ErrUnsupported)
+		return nil, fmt.Errorf("processes: %w", contract.ErrUnsupported)
 	}
 	return t.Procs, nil
 }
 
-func (t *Target) link(name string) (engine.Link, error) {
+func (t *Target) link(name string) (contract.Link, error) {
 	for _, l := range t.links {
 		if l.Name == name {
 			return l, nil
 		}
 	}
-	return engine.Link{}, fmt.Errorf("link %s: %w", name, faults.ErrUnsupported)
+	return contract.Link{}, fmt.Errorf("link %s: %w", name, contract.ErrUnsupported)
 }
 
 // Interpose sends new connections on link to via and drops existing ones.
-func (t *Target) Interpose(ctx context.Context, link, via string) (engine.Restore, error) {
+func (t *Target) Interpose(ctx context.Context, link, via string) (contract.Restore, error) {
 	if _, err := t.link(link); err != nil {
 		return nil, err
 	}

@@ -1,10 +1,9 @@
-package engine
+package contract
 
 import (
 	"context"
 	"errors"
-
-	"github.com/pdchaos/pdchaos/engine/core"
+	"fmt"
 )
 
 // LinkKind says what a link carries, so a fault can refuse a link it cannot
@@ -22,12 +21,26 @@ const (
 	LinkKV LinkKind = "kv"
 )
 
+// Link names a deployment offers. Per-rank links are named by ControlLink
+// and KVLink.
+const (
+	LinkRouterPrefill = "router-prefill"
+	LinkRouterDecode  = "router-decode"
+	LinkBootstrap     = "bootstrap"
+)
+
+// ControlLink names the decode→prefill control link of a prefill rank.
+func ControlLink(rank int) string { return fmt.Sprintf("control/%d", rank) }
+
+// KVLink names the prefill→decode KV link of a decode rank.
+func KVLink(rank int) string { return fmt.Sprintf("kv/%d", rank) }
+
 // Link is one named TCP hop between two parties of a deployment. A proxy
 // sits in front of it by listening somewhere and forwarding to Addr, after
 // the target has been told (Interpose) to send new connections to the proxy.
 type Link struct {
-	// Name identifies the link: "router-prefill", "router-decode",
-	// "bootstrap", "control/<rank>", "kv/<rank>".
+	// Name identifies the link: LinkRouterPrefill, LinkRouterDecode,
+	// LinkBootstrap, ControlLink(rank), KVLink(rank).
 	Name string `json:"name"`
 	// From and To are the roles at each end ("client", "router", "prefill", "decode").
 	From string `json:"from"`
@@ -42,12 +55,9 @@ type Link struct {
 // address again and connections made through the proxy are dropped.
 type Restore func(ctx context.Context) error
 
-// RoomRecord is a room's state and event history as /debug/rooms reports it.
-type RoomRecord = core.RoomRecord
-
 // ErrUnsupported is returned (wrapped, naming what is missing) when a target
 // cannot do something a fault or check asks: no such link, no hooks, no
-// process control. faults.ErrUnsupported is the same value.
+// process control.
 var ErrUnsupported = errors.New("unsupported by target")
 
 // Processes controls the role processes of a target.
@@ -60,6 +70,3 @@ type Processes interface {
 	// addresses, and returns once it serves.
 	Restart(ctx context.Context, role string) error
 }
-
-// Event is one entry of a room's history.
-type Event = core.Event

@@ -1,5 +1,5 @@
 // Package zmtptest runs libzmq peers (Debian's python3-zmq, through
-// /usr/bin/python3) for interop tests of engine/zmtp and faults/protocol, so
+// /usr/bin/python3) for interop tests of zmtp and faults/protocol, so
 // both are checked against a ZMTP implementation that is not ours.
 //
 // When python3-zmq is missing the helpers skip the test with a message,

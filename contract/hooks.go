@@ -1,10 +1,9 @@
-package engine
+package contract
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -19,12 +18,18 @@ const (
 	// like an RDMA write stalled on the wire: the write lands on resume
 	// whatever happened to the room meanwhile.
 	HookTransferWrites = "transfer-writes"
-	HookBootstrapLoop  = "bootstrap-loop"
-	HookScheduler      = "scheduler"
+	// HookBootstrapLoop holds prefill's bootstrap loop (registrations,
+	// metadata, ABORTs wait in the socket).
+	HookBootstrapLoop = "bootstrap-loop"
+	// HookScheduler holds a role's scheduler loop.
+	HookScheduler = "scheduler"
 )
 
 // HookNames lists every hook, for error messages and docs.
 var HookNames = []string{HookTransferWorkers, HookTransferWrites, HookBootstrapLoop, HookScheduler}
+
+// PerWorker reports whether a hook selects transfer workers one by one.
+func PerWorker(hook string) bool { return hook == HookTransferWorkers || hook == HookTransferWrites }
 
 // ErrUnknownHook is returned for a hook, role, rank or worker the engine
 // does not have.
@@ -43,6 +48,16 @@ func (s HookSpec) String() string {
 	return fmt.Sprintf("%s/%s/rank=%d/worker=%d", s.Role, s.Hook, s.Rank, s.Worker)
 }
 
+// Selects reports whether the selector s picks the concrete gate g: same
+// hook, any role or the same, any rank or the same, and for per-worker
+// hooks any worker or the same. Every Hooks implementation matches with it,
+// so a pause means the same on an in-process engine, over HTTP and in tests.
+func (s HookSpec) Selects(g HookSpec) bool {
+	return g.Hook == s.Hook && (s.Role == "" || g.Role == s.Role) &&
+		(s.Rank < 0 || g.Rank == s.Rank) &&
+		(!PerWorker(s.Hook) || s.Worker < 0 || g.Worker == s.Worker)
+}
+
 // HookState reports one gate: whether it is closed and the evidence that a
 // pause took effect (how many times the actor was held and for how long).
 type HookState struct {
@@ -53,8 +68,8 @@ type HookState struct {
 }
 
 // Hooks pauses and resumes engine actors. The in-process cluster implements
-// it directly; a separate engine process exposes it at /debug/hooks and
-// HooksClient speaks to that.
+// it directly; a separate engine process serves it at HooksPath and
+// faults/hooks.HooksClient speaks to that.
 type Hooks interface {
 	// Pause closes the selected gates. Actors stop at their next check.
 	Pause(ctx context.Context, spec HookSpec) error
@@ -66,85 +81,15 @@ type Hooks interface {
 	State(ctx context.Context) ([]HookState, error)
 }
 
-// Gate is one pausable point in an actor's loop. The zero value is open.
-type Gate struct {
-	mu      sync.Mutex
-	closed  chan struct{} // non-nil while paused; closed on resume
-	held    int64
-	heldFor time.Duration
-	waiting map[*time.Time]struct{} // start of each actor held right now
-}
+// Actions a POST to HooksPath can ask for.
+const (
+	HookActionPause     = "pause"
+	HookActionResume    = "resume"
+	HookActionResumeAll = "resume-all"
+)
 
-// Pause closes the gate.
-func (g *Gate) Pause() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed == nil {
-		g.closed = make(chan struct{})
-	}
-}
-
-// Resume opens the gate and releases every held actor, crediting their
-// hold time now so evidence read right after a heal is complete.
-func (g *Gate) Resume() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	now := time.Now()
-	for start := range g.waiting {
-		g.heldFor += now.Sub(*start)
-		delete(g.waiting, start)
-	}
-	if g.closed != nil {
-		close(g.closed)
-		g.closed = nil
-	}
-}
-
-// Paused reports whether the gate is closed.
-func (g *Gate) Paused() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.closed != nil
-}
-
-// Wait blocks while the gate is closed, or until ctx ends.
-func (g *Gate) Wait(ctx context.Context) error {
-	g.mu.Lock()
-	ch := g.closed
-	if ch == nil {
-		g.mu.Unlock()
-		return nil
-	}
-	g.held++
-	start := time.Now()
-	if g.waiting == nil {
-		g.waiting = map[*time.Time]struct{}{}
-	}
-	g.waiting[&start] = struct{}{}
-	g.mu.Unlock()
-	var err error
-	select {
-	case <-ch:
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	g.mu.Lock()
-	if _, ok := g.waiting[&start]; ok { // not credited by Resume
-		g.heldFor += time.Since(start)
-		delete(g.waiting, &start)
-	}
-	g.mu.Unlock()
-	return err
-}
-
-// Stats returns how often and how long actors were held, including the
-// time of actors held right now.
-func (g *Gate) Stats() (held int64, heldFor time.Duration) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	heldFor = g.heldFor
-	for start := range g.waiting {
-		heldFor += time.Since(*start)
-	}
-	return g.held, heldFor
+// HooksRequest is the POST body of HooksPath.
+type HooksRequest struct {
+	Action string   `json:"action"` // HookActionPause, HookActionResume, HookActionResumeAll
+	Spec   HookSpec `json:"spec"`
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdchaos/pdchaos/engine/zmtp"
-	"github.com/pdchaos/pdchaos/engine/zmtp/zmtptest"
+	"github.com/pdchaos/pdchaos/zmtp"
+	"github.com/pdchaos/pdchaos/zmtp/zmtptest"
 )
 
 // interopMessages are multipart messages shaped like the control link's,

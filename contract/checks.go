@@ -1,0 +1,21 @@
+package contract
+
+// Checker names, in the order a run judges and reports them. The harness's
+// checkers are registered under these names (a test there keeps the two in
+// step); the regression catalogue names the checker that catches each race.
+const (
+	CheckRoomsTerminal  = "rooms-terminal"
+	CheckSlotsReleased  = "slots-released"
+	CheckLiveness       = "liveness"
+	CheckClientOutcomes = "client-outcomes"
+	CheckIntegrity      = "integrity"
+	CheckNoLeaks        = "no-leaks"
+	CheckFaultsVerified = "faults-verified"
+	CheckLoadFloor      = "load-floor"
+)
+
+// CheckNames lists every checker in judging order.
+func CheckNames() []string {
+	return []string{CheckRoomsTerminal, CheckSlotsReleased, CheckLiveness, CheckClientOutcomes,
+		CheckIntegrity, CheckNoLeaks, CheckFaultsVerified, CheckLoadFloor}
+}
