@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
 )
 
@@ -136,11 +136,11 @@ func checkLiveness(v *view) CheckResult {
 }
 
 // outcomeCounts counts outcomes by kind; cancels exclude the swarm's own stop.
-func outcomeCounts(os []agents.Outcome) map[string]int64 {
+func outcomeCounts(os []outcome.Outcome) map[string]int64 {
 	ev := map[string]int64{"requests": int64(len(os))}
 	for _, o := range os {
 		ev[string(o.Kind)]++
-		if o.Kind == agents.KindCancelled && o.Reason != agents.ReasonStop {
+		if o.Kind == outcome.KindCancelled && o.Reason != outcome.ReasonStop {
 			ev["cancels"]++
 		}
 	}
@@ -153,9 +153,9 @@ func checkClientOutcomes(v *view) CheckResult {
 	var bad []string
 	for _, o := range v.outcomes {
 		switch {
-		case o.Kind == agents.KindHung:
+		case o.Kind == outcome.KindHung:
 			bad = append(bad, fmt.Sprintf("hung: agent %d turn %d room %d phase %s after %v", o.Agent, o.Turn, o.Room, o.Phase, o.End-o.Start))
-		case o.Kind == agents.KindError && o.Status == 0 && o.Message == "":
+		case o.Kind == outcome.KindError && o.Status == 0 && o.Message == "":
 			bad = append(bad, fmt.Sprintf("malformed error: agent %d turn %d room %d", o.Agent, o.Turn, o.Room))
 		}
 	}
@@ -175,7 +175,7 @@ func checkIntegrity(v *view) CheckResult {
 	ev := map[string]int64{"completed_checked": 0, "violations": 0}
 	var bad []string
 	for _, o := range v.outcomes {
-		if o.Kind != agents.KindCompleted {
+		if o.Kind != outcome.KindCompleted {
 			continue
 		}
 		ev["completed_checked"]++
@@ -235,9 +235,9 @@ func checkFaultsVerified(v *view) CheckResult {
 	ev := map[string]int64{"windows": int64(len(v.faults))}
 	for _, o := range v.outcomes {
 		switch o.Reason {
-		case agents.ReasonCancel, agents.ReasonDeadline:
+		case outcome.ReasonCancel, outcome.ReasonDeadline:
 			ev["client_cancels"]++
-		case agents.ReasonKill, agents.ReasonKillAll:
+		case outcome.ReasonKill, outcome.ReasonKillAll:
 			ev["client_kills"]++
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults/schedule"
 )
@@ -109,7 +109,7 @@ func (c Checks) Failed() []string {
 // view indexes a recorded log for the checkers.
 type view struct {
 	run      RunInfo
-	outcomes []agents.Outcome
+	outcomes []outcome.Outcome
 	scrapes  map[string][]Scrape
 	rooms    map[string][]RoomsSnap
 	final    map[string]RoomsSnap

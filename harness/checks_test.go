@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
 )
 
@@ -112,7 +112,7 @@ func TestSkipDoesNotMakeInconclusive(t *testing.T) {
 // read matched (its victim may have been cancelled unread).
 func TestIntegrityCountsEngineWitness(t *testing.T) {
 	t.Parallel()
-	ok := agents.Outcome{Kind: agents.KindCompleted}
+	ok := outcome.Outcome{Kind: outcome.KindCompleted}
 	for _, tc := range []struct {
 		name      string
 		foreign   float64

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults/schedule"
 )
@@ -39,7 +39,7 @@ type Event struct {
 	Run     *RunInfo         `json:"run,omitempty"`
 	Scrape  *Scrape          `json:"scrape,omitempty"`
 	Rooms   *RoomsSnap       `json:"rooms,omitempty"`
-	Outcome *agents.Outcome  `json:"outcome,omitempty"`
+	Outcome *outcome.Outcome `json:"outcome,omitempty"`
 	Fault   *schedule.Record `json:"fault,omitempty"`
 	Wedge   *Wedge           `json:"wedge,omitempty"`
 	Drain   *Drain           `json:"drain,omitempty"`

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/faults/schedule"
 )
 
@@ -62,7 +63,7 @@ type PhaseStats struct {
 }
 
 // phaseStats splits outcomes into the given [start, end) phases.
-func phaseStats(outs []agents.Outcome, phases []PhaseStats) []PhaseStats {
+func phaseStats(outs []outcome.Outcome, phases []PhaseStats) []PhaseStats {
 	for i := range phases {
 		p := &phases[i]
 		var ttft []time.Duration
@@ -72,14 +73,14 @@ func phaseStats(outs []agents.Outcome, phases []PhaseStats) []PhaseStats {
 			}
 			p.Requests++
 			switch o.Kind {
-			case agents.KindCompleted:
+			case outcome.KindCompleted:
 				p.Completed++
 				ttft = append(ttft, o.TTFT)
-			case agents.KindCancelled:
+			case outcome.KindCancelled:
 				p.Cancelled++
-			case agents.KindError:
+			case outcome.KindError:
 				p.Errors++
-			case agents.KindHung:
+			case outcome.KindHung:
 				p.Hung++
 			}
 		}

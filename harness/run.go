@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/network"
 	"github.com/pdchaos/pdchaos/faults/schedule"
@@ -224,7 +225,7 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 	if !r.o.NoAnswerCheck {
 		check = agents.ModelCheck
 	}
-	sink := func(out agents.Outcome) { r.log.Add(Event{T: out.End, Type: EvOutcome, Outcome: &out}) }
+	sink := func(out outcome.Outcome) { r.log.Add(Event{T: out.End, Type: EvOutcome, Outcome: &out}) }
 	r.swarm, err = agents.New(agents.Config{Endpoint: t.Endpoint(), Model: cfg.Model, Seed: r.seed, Options: opts,
 		Base: r.base, Sink: sink, Check: check})
 	if err != nil {
@@ -279,7 +280,7 @@ func (r *runner) load(ctx context.Context, t Target, tl schedule.Timeline) error
 			}
 			return agents.RunOpenLoop(gctx, agents.OpenLoopConfig{Endpoint: t.Endpoint(), Model: r.sc.Engine.Model,
 				Seed: r.seed, Options: *ol, Base: r.base, Check: check,
-				Sink: func(out agents.Outcome) { r.log.Add(Event{T: out.End, Type: EvOutcome, Outcome: &out}) }})
+				Sink: func(out outcome.Outcome) { r.log.Add(Event{T: out.End, Type: EvOutcome, Outcome: &out}) }})
 		})
 	}
 	select {
