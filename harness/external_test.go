@@ -7,6 +7,7 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/harness/check"
 )
 
 // TestExternalOnProcs is must-show 3: the engine runs as three processes
@@ -50,20 +51,20 @@ func TestExternalOnProcs(t *testing.T) {
 			}
 			for _, n := range []string{contract.CheckSlotsReleased, contract.CheckLiveness, contract.CheckClientOutcomes} {
 				c, _ := res.Checks.Get(n)
-				want := Pass
+				want := check.Pass
 				if n == tc.fail {
-					want = Fail
+					want = check.Fail
 				}
-				if c.Status != want && !(tc.fail != "" && c.Status == Fail) {
+				if c.Status != want && !(tc.fail != "" && c.Status == check.Fail) {
 					t.Errorf("%s: %s (%s), want %s", n, c.Status, c.Summary, want)
 				}
 			}
-			if c, _ := res.Checks.Get(contract.CheckRoomsTerminal); c.Status != Skip {
+			if c, _ := res.Checks.Get(contract.CheckRoomsTerminal); c.Status != check.Skip {
 				t.Errorf("rooms-terminal: %s, want skip on a URL-only target", c.Status)
 			}
-			want := Pass
+			want := check.Pass
 			if tc.fail != "" {
-				want = Fail
+				want = check.Fail
 			}
 			if res.Verdict != want {
 				t.Fatalf("verdict %s, want %s: %v", res.Verdict, want, res.Err())

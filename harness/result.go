@@ -14,6 +14,7 @@ import (
 	"github.com/pdchaos/pdchaos/agents"
 	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/faults/schedule"
+	"github.com/pdchaos/pdchaos/harness/check"
 )
 
 // Exit codes, as DESIGN.md fixes them.
@@ -26,7 +27,7 @@ const (
 
 // Result is result.json: the verdict first, then what it rests on.
 type Result struct {
-	Verdict      Status            `json:"verdict"`
+	Verdict      check.Status      `json:"verdict"`
 	ExitCode     int               `json:"exit_code"`
 	FirstFailure string            `json:"first_failure,omitempty"`
 	Scenario     string            `json:"scenario"`
@@ -39,11 +40,11 @@ type Result struct {
 	Duration     time.Duration     `json:"duration"`
 	Interrupted  bool              `json:"interrupted,omitempty"`
 	HarnessError string            `json:"harness_error,omitempty"`
-	Checks       Checks            `json:"checks"`
+	Checks       check.Checks      `json:"checks"`
 	Phases       []PhaseStats      `json:"phases,omitempty"`
 	Faults       []schedule.Record `json:"faults,omitempty"`
-	Wedges       []Wedge           `json:"wedges,omitempty"`
-	Drain        *Drain            `json:"drain,omitempty"`
+	Wedges       []check.Wedge     `json:"wedges,omitempty"`
+	Drain        *check.Drain      `json:"drain,omitempty"`
 	Agents       agents.Stats      `json:"agents"`
 }
 
@@ -93,13 +94,13 @@ func phaseStats(outs []outcome.Outcome, phases []PhaseStats) []PhaseStats {
 }
 
 // ExitCodeFor maps a verdict onto the process exit code.
-func ExitCodeFor(v Status) int {
+func ExitCodeFor(v check.Status) int {
 	switch v {
-	case Pass:
+	case check.Pass:
 		return ExitPass
-	case Fail:
+	case check.Fail:
 		return ExitViolation
-	case Inconclusive:
+	case check.Inconclusive:
 		return ExitInconclusive
 	}
 	return ExitHarness
@@ -110,12 +111,12 @@ func (r *Result) Err() error {
 	switch {
 	case r.HarnessError != "":
 		return fmt.Errorf("harness error: %s", r.HarnessError)
-	case r.Verdict == Fail:
+	case r.Verdict == check.Fail:
 		return r.Checks
-	case r.Verdict == Inconclusive:
+	case r.Verdict == check.Inconclusive:
 		var why []string
 		for _, c := range r.Checks {
-			if c.Status == Inconclusive {
+			if c.Status == check.Inconclusive {
 				why = append(why, c.Name+": "+c.Summary)
 			}
 		}
@@ -168,7 +169,7 @@ func (r *Result) PrintTable(w io.Writer) {
 	}
 	_ = tw.Flush()
 	for _, c := range r.Checks {
-		if c.Status != Fail {
+		if c.Status != check.Fail {
 			continue
 		}
 		for i, s := range c.Stuck {

@@ -20,6 +20,8 @@ import (
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/network"
 	"github.com/pdchaos/pdchaos/faults/schedule"
+	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/harness/record"
 )
 
 // Run phases, as logged and reported.
@@ -48,7 +50,7 @@ type RunOptions struct {
 	// Progress, if set, is called about twice a second with live figures.
 	Progress func(Progress)
 	// OnWedge, if set, is called the moment the watchdog flags a wedge.
-	OnWedge func(Wedge)
+	OnWedge func(check.Wedge)
 }
 
 // Progress is the live status of a run.
@@ -120,7 +122,7 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 	res = &Result{Scenario: sc.Name, Seed: seed, Target: src.Kind(), RunDir: dir, Started: started,
 		Regressions: sc.Engine.Regressions,
 		Repro:       fmt.Sprintf("pdchaos run %s --seed %d --target %s", filepath.Join(dir, "repro.yaml"), seed, src.Kind())}
-	if r.log, err = NewEventLog(filepath.Join(dir, "events.jsonl"), started); err != nil {
+	if r.log, err = record.NewEventLog(filepath.Join(dir, "events.jsonl"), started); err != nil {
 		return nil, fmt.Errorf("run %s: %w", sc.Name, err)
 	}
 	herr := r.execute(ctx, res)
@@ -136,9 +138,9 @@ type runner struct {
 	seed   uint64
 	dir    string
 	base   time.Time
-	log    *EventLog
+	log    *record.EventLog
 	ignore goleak.Option
-	rec    *Recorder
+	rec    *record.Recorder
 	swarm  *agents.Swarm
 	faults []schedule.Record
 	phase  phaseTimes
@@ -148,7 +150,7 @@ type runner struct {
 type phaseTimes struct{ ready, faultsEnd, loadEnd time.Duration }
 
 func (r *runner) phaseEvent(name string) {
-	r.log.Add(Event{Type: EvPhase, Phase: name})
+	r.log.Add(check.Event{Type: check.EvPhase, Phase: name})
 }
 
 // execute runs everything up to the judgement; the target is closed and
@@ -178,7 +180,7 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 	for _, l := range Layers(t) {
 		layers = append(layers, string(l))
 	}
-	r.log.Add(Event{Type: EvRun, Run: &RunInfo{Scenario: sc.Name, Seed: r.seed, Target: r.src.Kind(), BaseWall: r.base, Layers: layers, AnswersUnchecked: r.o.NoAnswerCheck}})
+	r.log.Add(check.Event{Type: check.EvRun, Run: &check.RunInfo{Scenario: sc.Name, Seed: r.seed, Target: r.src.Kind(), BaseWall: r.base, Layers: layers, AnswersUnchecked: r.o.NoAnswerCheck}})
 	if err := RequireLayers(t, sc.Layers()); err != nil {
 		return fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
@@ -218,16 +220,16 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 		return fmt.Errorf("reset target before the run: %w", err)
 	}
 	checks := sc.Checks.withDefaults()
-	r.rec = &Recorder{Target: t, Log: r.log, Interval: checks.ScrapeInterval,
-		Watchdog: &Watchdog{Window: checks.WedgeWindow}, OnWedge: r.o.OnWedge}
+	r.rec = &record.Recorder{Target: t, Log: r.log, Interval: checks.ScrapeInterval,
+		Watchdog: &record.Watchdog{Window: checks.WedgeWindow}, OnWedge: r.o.OnWedge}
 	defer r.rec.Close()
-	var check agents.CheckFunc
+	var answers agents.CheckFunc
 	if !r.o.NoAnswerCheck {
-		check = agents.ModelCheck
+		answers = agents.ModelCheck
 	}
-	sink := func(out outcome.Outcome) { r.log.Add(Event{T: out.End, Type: EvOutcome, Outcome: &out}) }
+	sink := func(out outcome.Outcome) { r.log.Add(check.Event{T: out.End, Type: check.EvOutcome, Outcome: &out}) }
 	r.swarm, err = agents.New(agents.Config{Endpoint: t.Endpoint(), Model: cfg.Model, Seed: r.seed, Options: opts,
-		Base: r.base, Sink: sink, Check: check})
+		Base: r.base, Sink: sink, Check: answers})
 	if err != nil {
 		return fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
@@ -274,13 +276,13 @@ func (r *runner) load(ctx context.Context, t Target, tl schedule.Timeline) error
 	g, gctx := errgroup.WithContext(loadCtx)
 	if ol := r.sc.OpenLoop; ol != nil {
 		g.Go(func() error {
-			var check agents.CheckFunc
+			var answers agents.CheckFunc
 			if !r.o.NoAnswerCheck {
-				check = agents.ModelCheck
+				answers = agents.ModelCheck
 			}
 			return agents.RunOpenLoop(gctx, agents.OpenLoopConfig{Endpoint: t.Endpoint(), Model: r.sc.Engine.Model,
-				Seed: r.seed, Options: *ol, Base: r.base, Check: check,
-				Sink: func(out outcome.Outcome) { r.log.Add(Event{T: out.End, Type: EvOutcome, Outcome: &out}) }})
+				Seed: r.seed, Options: *ol, Base: r.base, Check: answers,
+				Sink: func(out outcome.Outcome) { r.log.Add(check.Event{T: out.End, Type: check.EvOutcome, Outcome: &out}) }})
 		})
 	}
 	select {
@@ -328,7 +330,7 @@ func (r *runner) load(ctx context.Context, t Target, tl schedule.Timeline) error
 	gerr := g.Wait()
 	r.phase.loadEnd = r.log.Since()
 	if playErr != nil {
-		r.log.Add(Event{Type: EvEnd, End: &EndInfo{Error: "fault player: " + playErr.Error()}})
+		r.log.Add(check.Event{Type: check.EvEnd, End: &check.EndInfo{Error: "fault player: " + playErr.Error()}})
 	}
 	if werr != nil {
 		return fmt.Errorf("stop agents: %w", werr)
@@ -348,5 +350,5 @@ func (r *runner) logFault(rec schedule.Record) {
 	if rec.End != 0 {
 		rec.End += off
 	}
-	r.log.Add(Event{Type: EvFault, Fault: &rec})
+	r.log.Add(check.Event{Type: check.EvFault, Fault: &rec})
 }

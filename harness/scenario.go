@@ -18,6 +18,7 @@ import (
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/faults"
+	"github.com/pdchaos/pdchaos/harness/check"
 )
 
 // Scenario is one chaos run as a YAML file: target, engine settings, load,
@@ -93,12 +94,17 @@ func (c CheckSpec) withDefaults() CheckSpec {
 		c.Probes = 3
 	}
 	if c.MinRequests == 0 {
-		c.MinRequests = 20
+		c.MinRequests = check.DefaultMinRequests
 	}
 	if c.MinCancels == 0 {
-		c.MinCancels = 1
+		c.MinCancels = check.DefaultMinCancels
 	}
 	return c
+}
+
+// Floor is the load floor the load-floor checker judges by.
+func (c CheckSpec) Floor() check.Floor {
+	return check.Floor{MinRequests: c.MinRequests, MinCancels: c.MinCancels}
 }
 
 // FieldError is a bad scenario field: its YAML path and what is wrong.

@@ -17,6 +17,8 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/harness"
+	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/harness/record"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
@@ -178,7 +180,7 @@ func runOne(ctx context.Context, out io.Writer, sc *harness.Scenario, seed uint6
 				p.Scenario, p.Seed, p.Phase, p.Elapsed.Seconds(), p.Agents.Started, p.Agents.Completed,
 				p.Agents.Cancelled(), p.Agents.Errors, p.Agents.Hung, p.Faults, p.Busy, p.Wedges))
 		},
-		OnWedge: func(w harness.Wedge) { st.line(w.String()) },
+		OnWedge: func(w check.Wedge) { st.line(w.String()) },
 	})
 	st.done()
 	if err != nil {
@@ -227,8 +229,8 @@ func newWatchCmd() *cobra.Command {
 			ctx, stop := context.WithCancelCause(ctx)
 			defer stop(nil)
 			out := cmd.OutOrStdout()
-			var wedged []harness.Wedge
-			err := harness.Watch(ctx, metrics, interval, window, time.Now(), func(w harness.Wedge) {
+			var wedged []check.Wedge
+			err := record.Watch(ctx, metrics, interval, window, time.Now(), func(w check.Wedge) {
 				fmt.Fprintln(out, w)
 				wedged = append(wedged, w)
 				stop(errors.New("wedged"))
@@ -303,7 +305,7 @@ func probeMetrics(ctx context.Context, url string) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("watch: scrape %s: status %d (is the engine started with --enable-metrics?)", url, resp.StatusCode)
 	}
-	if _, err := harness.ParseMetrics(resp.Body); err != nil {
+	if _, err := record.ParseMetrics(resp.Body); err != nil {
 		return fmt.Errorf("watch: scrape %s: not Prometheus text: %w", url, err)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/harness"
+	"github.com/pdchaos/pdchaos/harness/check"
 	"github.com/pdchaos/pdchaos/suites/labels"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
@@ -123,7 +124,7 @@ func reportFigures(res *harness.Result) {
 }
 
 // checksLine is one line per check for failure messages.
-func checksLine(cs harness.Checks) string {
+func checksLine(cs check.Checks) string {
 	var b strings.Builder
 	for _, c := range cs {
 		fmt.Fprintf(&b, "\n  %s: %s: %s", c.Name, c.Status, c.Summary)
