@@ -20,11 +20,12 @@ import (
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/harness/target"
 )
 
 // drainAndProbe waits (polling, bounded by the drain deadline) until every
 // gauge is 0 and no room is held, then sends the liveness probes.
-func (r *runner) drainAndProbe(ctx context.Context, t Target, c CheckSpec) {
+func (r *runner) drainAndProbe(ctx context.Context, t target.Target, c CheckSpec) {
 	r.phaseEvent(PhaseDrain)
 	start := r.log.Since()
 	deadline := time.NewTimer(c.DrainDeadline)

@@ -22,6 +22,7 @@ import (
 	"github.com/pdchaos/pdchaos/faults/schedule"
 	"github.com/pdchaos/pdchaos/harness/check"
 	"github.com/pdchaos/pdchaos/harness/record"
+	"github.com/pdchaos/pdchaos/harness/target"
 )
 
 // Run phases, as logged and reported.
@@ -41,7 +42,7 @@ type RunOptions struct {
 	// fresh seed is drawn (and printed in the result and repro).
 	Seed uint64
 	// Source opens the target; nil means Bundled.
-	Source TargetSource
+	Source target.Source
 	// ResultsDir holds run directories; empty means "runs".
 	ResultsDir string
 	// NoAnswerCheck skips integrity checks (a real model's answers are not
@@ -93,7 +94,7 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 	}
 	src := o.Source
 	if src == nil {
-		src = Bundled{}
+		src = target.Bundled{}
 	}
 	seed := o.Seed
 	if seed == 0 {
@@ -134,7 +135,7 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 type runner struct {
 	o      RunOptions
 	sc     *Scenario
-	src    TargetSource
+	src    target.Source
 	seed   uint64
 	dir    string
 	base   time.Time
@@ -177,11 +178,11 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 	}
 	defer func() { _ = closeTarget() }()
 	var layers []string
-	for _, l := range Layers(t) {
+	for _, l := range target.Layers(t) {
 		layers = append(layers, string(l))
 	}
 	r.log.Add(check.Event{Type: check.EvRun, Run: &check.RunInfo{Scenario: sc.Name, Seed: r.seed, Target: r.src.Kind(), BaseWall: r.base, Layers: layers, AnswersUnchecked: r.o.NoAnswerCheck}})
-	if err := RequireLayers(t, sc.Layers()); err != nil {
+	if err := target.RequireLayers(t, sc.Layers()); err != nil {
 		return fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	net := network.New()
@@ -267,7 +268,7 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 
 // load runs agents (and open-loop load) for the scenario's duration while
 // the fault player plays the timeline from the end of warm-up.
-func (r *runner) load(ctx context.Context, t Target, tl schedule.Timeline) error {
+func (r *runner) load(ctx context.Context, t target.Target, tl schedule.Timeline) error {
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
 	if err := r.swarm.Start(loadCtx); err != nil {

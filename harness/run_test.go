@@ -14,6 +14,7 @@ import (
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/harness/check"
 	"github.com/pdchaos/pdchaos/harness/record"
+	"github.com/pdchaos/pdchaos/harness/target"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
@@ -220,11 +221,11 @@ func TestRunInterrupted(t *testing.T) {
 
 // keepSource is Bundled that remembers the cluster for inspection.
 type keepSource struct {
-	Bundled
+	target.Bundled
 	c *engine.Cluster
 }
 
-func (k *keepSource) Open(ctx context.Context, cfg engine.Config) (Target, error) {
+func (k *keepSource) Open(ctx context.Context, cfg engine.Config) (target.Target, error) {
 	c, err := engine.StartCluster(ctx, cfg, nil)
 	k.c = c
 	return c, err

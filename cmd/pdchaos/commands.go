@@ -19,6 +19,7 @@ import (
 	"github.com/pdchaos/pdchaos/harness"
 	"github.com/pdchaos/pdchaos/harness/check"
 	"github.com/pdchaos/pdchaos/harness/record"
+	"github.com/pdchaos/pdchaos/harness/target"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
@@ -81,20 +82,20 @@ func (f *targetFlags) register(cmd *cobra.Command) {
 }
 
 // source builds the target source for a scenario.
-func (f *targetFlags) source(sc *harness.Scenario, errw io.Writer) (harness.TargetSource, bool, error) {
+func (f *targetFlags) source(sc *harness.Scenario, errw io.Writer) (target.Source, bool, error) {
 	kind := f.kind
 	if kind == "" {
 		kind = sc.Target
 	}
 	switch kind {
 	case "", "bundled":
-		return harness.Bundled{}, false, nil
+		return target.Bundled{}, false, nil
 	case "procs":
 		bin, err := os.Executable()
 		if err != nil {
 			return nil, false, fmt.Errorf("procs target: find the pdchaos binary: %w", err)
 		}
-		return harness.ProcsSource{Bin: bin, Log: io.Discard}, false, nil
+		return target.ProcsSource{Bin: bin, Log: io.Discard}, false, nil
 	case "external":
 		addrs := append([]string{f.router}, f.metrics...)
 		addrs = append(addrs, f.engines...)
@@ -104,11 +105,11 @@ func (f *targetFlags) source(sc *harness.Scenario, errw io.Writer) (harness.Targ
 		if err := checkLoopback(f.allowRemote, "target address", addrs...); err != nil {
 			return nil, false, err
 		}
-		ext := &harness.External{Router: f.router, Metrics: f.metrics, Engines: f.engines, DebugHooks: f.debugHooks}
+		ext := &target.External{Router: f.router, Metrics: f.metrics, Engines: f.engines, DebugHooks: f.debugHooks}
 		if err := ext.Validate(); err != nil {
 			return nil, false, err
 		}
-		return harness.ExternalSource{Target: ext}, !f.checkAnswer, nil
+		return target.ExternalSource{Target: ext}, !f.checkAnswer, nil
 	}
 	return nil, false, fmt.Errorf("--target %q: want bundled, procs or external", kind)
 }
@@ -169,7 +170,7 @@ func newRunCmd() *cobra.Command {
 }
 
 // runOne runs a scenario with a live status line and prints the verdict table.
-func runOne(ctx context.Context, out io.Writer, sc *harness.Scenario, seed uint64, src harness.TargetSource,
+func runOne(ctx context.Context, out io.Writer, sc *harness.Scenario, seed uint64, src target.Source,
 	noCheck bool, results string) (*harness.Result, error) {
 	st := newStatusLine(out)
 	defer st.done()
@@ -273,8 +274,8 @@ func newFaultsCmd() *cobra.Command {
 			if err := checkLoopback(allowRemote, "--engine-url", hosts...); err != nil {
 				return &exitError{exitHarness, err}
 			}
-			t := &harness.External{Router: "http://unused", Metrics: []string{"unused"}, Engines: engines, DebugHooks: true}
-			if err := harness.ResetTarget(cmd.Context(), t); err != nil {
+			t := &target.External{Router: "http://unused", Metrics: []string{"unused"}, Engines: engines, DebugHooks: true}
+			if err := target.Reset(cmd.Context(), t); err != nil {
 				return &exitError{exitHarness, err}
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "reset: every engine hook resumed")

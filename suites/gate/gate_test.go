@@ -11,6 +11,7 @@ import (
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/harness"
 	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/harness/target"
 	"github.com/pdchaos/pdchaos/suites/labels"
 )
 
@@ -109,7 +110,7 @@ var _ = Describe("pre-release gate", Serial, func() {
 				for try := 0; try < catchTries && caught == nil && ctx.Err() == nil; try++ {
 					sc := loadPreset(c.scenario, c.regression)
 					Expect(sc.Target).NotTo(Equal("procs"), "regressions need the in-process engine")
-					res := run(ctx, sc, specSeed(try), harness.Bundled{}, dir)
+					res := run(ctx, sc, specSeed(try), target.Bundled{}, dir)
 					got, _ := res.Checks.Get(c.check)
 					if res.Verdict == check.Fail && got.Status == check.Fail {
 						caught = res
