@@ -23,9 +23,9 @@ import (
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
-// addCommands registers the harness commands (run, soak, watch, faults).
+// addCommands registers the harness commands (run, repro, check, soak, watch, faults).
 func addCommands(root *cobra.Command) {
-	root.AddCommand(newRunCmd(), newReproCmd(), newSoakCmd(), newWatchCmd(), newFaultsCmd())
+	root.AddCommand(newRunCmd(), newReproCmd(), newCheckCmd(), newSoakCmd(), newWatchCmd(), newFaultsCmd())
 }
 
 // newReproCmd replays a run from its bundle: the resolved scenario with its

@@ -93,12 +93,17 @@ func (l *EventLog) Close() error {
 	return err
 }
 
-// ReadEventsFile reads events.jsonl from path.
+// ReadEventsFile reads events.jsonl from path. Its errors name the file
+// and, for a malformed line, the line.
 func ReadEventsFile(path string) ([]check.Event, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open events %s: %w", path, err)
 	}
 	defer f.Close()
-	return check.ReadEvents(f)
+	evs, err := check.ReadEvents(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return evs, nil
 }
