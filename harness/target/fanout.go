@@ -32,6 +32,8 @@ func getOK(ctx context.Context, url string) error {
 // multiHooks fans hook calls out to several engines.
 type multiHooks []contract.Hooks
 
+// Pause pauses the hook on every engine that has it; it fails only when
+// none does or one fails for another reason.
 func (m multiHooks) Pause(ctx context.Context, spec contract.HookSpec) error {
 	matched := 0
 	var unknown error
@@ -52,6 +54,7 @@ func (m multiHooks) Pause(ctx context.Context, spec contract.HookSpec) error {
 	return nil
 }
 
+// Resume resumes the hook on every engine, ignoring engines without it.
 func (m multiHooks) Resume(ctx context.Context, spec contract.HookSpec) error {
 	var errs []error
 	for _, h := range m {
@@ -62,6 +65,7 @@ func (m multiHooks) Resume(ctx context.Context, spec contract.HookSpec) error {
 	return errors.Join(errs...)
 }
 
+// ResumeAll resumes every hook on every engine.
 func (m multiHooks) ResumeAll(ctx context.Context) error {
 	var errs []error
 	for _, h := range m {
@@ -70,6 +74,7 @@ func (m multiHooks) ResumeAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// State lists the hooks of every engine.
 func (m multiHooks) State(ctx context.Context) ([]contract.HookState, error) {
 	var out []contract.HookState
 	for _, h := range m {
@@ -85,6 +90,7 @@ func (m multiHooks) State(ctx context.Context) ([]contract.HookState, error) {
 // pidProcesses is contract.Processes over fixed pids, without restart.
 type pidProcesses map[string]int
 
+// Roles lists the roles with a pid, in router, prefill, decode order.
 func (p pidProcesses) Roles() []string {
 	var out []string
 	for _, r := range []string{"router", "prefill", "decode"} {
@@ -95,6 +101,7 @@ func (p pidProcesses) Roles() []string {
 	return out
 }
 
+// PID returns the role's given pid.
 func (p pidProcesses) PID(role string) (int, error) {
 	pid, ok := p[role]
 	if !ok {
@@ -103,6 +110,7 @@ func (p pidProcesses) PID(role string) (int, error) {
 	return pid, nil
 }
 
+// Restart is unsupported: the harness did not start the process.
 func (p pidProcesses) Restart(_ context.Context, role string) error {
 	return fmt.Errorf("restart %s: %w: the harness did not start this process", role, contract.ErrUnsupported)
 }
