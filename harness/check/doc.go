@@ -15,7 +15,8 @@
 // check does no file or network IO and starts no goroutine: ReadEvents
 // decodes a reader the caller opened. It may import only the standard
 // library, contract, agents/outcome and faults/schedule (the records it
-// reads). It must not import the engine (engine/...), the agents' runtime,
-// harness or its other subpackages, Prometheus's client or parser, or
-// Ginkgo; `go list -deps` shows it.
+// reads; schedule brings faults' interfaces, nothing more). It must not
+// import the engine (engine/...), the agents' runtime, harness or its other
+// subpackages, Prometheus's client or parser, or Ginkgo; `go list -deps`
+// shows it and deps_test.go holds it.
 package check
