@@ -9,10 +9,8 @@ import (
 	"net"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
-	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/spf13/cobra"
 )
@@ -81,15 +79,6 @@ NAME (repeatable); --regression list prints them.`,
 	fl.StringVar(&f.decodeHTTP, "decode-http", "", "router: decode HTTP host:port")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log engine events to stderr")
 	return cmd
-}
-
-func printRegressions(w io.Writer) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, r := range contract.Catalogue() {
-		fmt.Fprintf(tw, "%s\t%s\n", r.Name, r.Summary)
-		fmt.Fprintf(tw, "\t  symptom: %s\n", r.Symptom)
-	}
-	_ = tw.Flush()
 }
 
 // checkLoopback refuses non-loopback addresses unless allowed: pdchaos

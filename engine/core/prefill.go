@@ -3,8 +3,8 @@ package core
 import (
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -284,7 +284,7 @@ func (p *Prefill) onAbort(now time.Time, rank int, a Abort) {
 }
 
 func (p *Prefill) ack(now time.Time, rank int, a Abort) {
-	p.out = append(p.out, Outbound{Rank: rank, To: net.JoinHostPort(a.DecodeIP, strconv.Itoa(a.DecodePort)), Frames: AbortAckFrames(a.Room, rank)})
+	p.out = append(p.out, Outbound{Rank: rank, To: hostPort(a.DecodeIP, a.DecodePort), Frames: AbortAckFrames(a.Room, rank)})
 	p.hist.Note(now, a.Room, "prefill", rank, "abort-ack", "in-flight writes drained")
 }
 
@@ -302,4 +302,13 @@ func (p *Prefill) TakeOutbound() []Outbound {
 	out := p.out
 	p.out = nil
 	return out
+}
+
+// hostPort joins an address as net.JoinHostPort does (IPv6 in brackets),
+// without importing the network stack into the pure core.
+func hostPort(host string, port int) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]:" + strconv.Itoa(port)
+	}
+	return host + ":" + strconv.Itoa(port)
 }
