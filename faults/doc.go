@@ -8,6 +8,9 @@
 // processes), hooks (the /debug/hooks wire format) and schedule (fault
 // timelines and the player that applies them).
 //
-// This package and its subpackages must not import harness/, suites/ or
-// Ginkgo; the harness composes them.
+// This package and its subpackages must not import the engine runtime
+// (engine/...: they speak to a target through contract), agents/, harness/,
+// suites/ or Ginkgo; the harness composes them. faults/enginetest, tests
+// only, is the exception that runs them against the bundled engine. The
+// import test in package contract enforces it.
 package faults

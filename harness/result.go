@@ -15,7 +15,7 @@ import (
 	"github.com/pdchaos/pdchaos/faults/schedule"
 )
 
-// Exit codes, as DESIGN.md fixes them.
+// Exit codes: 0 pass, 1 invariant violated, 2 inconclusive, 3 harness error.
 const (
 	ExitPass         = 0
 	ExitViolation    = 1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # catch-rate.sh REGRESSION [SEEDS] — run the regression's catching scenario
 # with the regression switched on over SEEDS seeds (default 20) and print
-# how many runs failed (caught). GATE.md asks for at least 19 of 20.
+# how many runs failed (caught). The gate wants at least 19 of 20 for a probabilistic catch.
 set -euo pipefail
 reg=${1:?usage: catch-rate.sh REGRESSION [SEEDS]}
 n=${2:-20}

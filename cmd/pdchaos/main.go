@@ -23,7 +23,7 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// Exit codes, as DESIGN.md fixes them.
+// Exit codes: 0 pass, 1 invariant violated, 2 inconclusive, 3 harness error.
 const (
 	exitPass         = 0
 	exitViolation    = 1

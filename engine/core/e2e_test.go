@@ -145,7 +145,6 @@ func TestChunkForClearedRoom(t *testing.T) {
 	t.Parallel()
 	t.Run("queued", func(t *testing.T) {
 		t.Parallel()
-		knownBug(t, bugFailedStaysInTransfer, "decode Failed transfer never leaves the queue")
 		r := newRig(t, rigOpts{})
 		const room = 14
 		r.add("d", room, prompt(4, 120), 4)
@@ -168,7 +167,6 @@ func TestChunkForClearedRoom(t *testing.T) {
 	})
 	t.Run("last-chunk-in-flight", func(t *testing.T) {
 		t.Parallel()
-		knownBug(t, bugFailedStaysInTransfer, "decode Failed transfer never leaves the queue")
 		r := newRig(t, rigOpts{})
 		const room = 15
 		r.add("d", room, prompt(4, 120), 4)
@@ -308,7 +306,6 @@ func TestDeadlines(t *testing.T) {
 	})
 	t.Run("inflight", func(t *testing.T) {
 		t.Parallel()
-		knownBug(t, bugFailedStaysInTransfer, "decode Failed transfer never leaves the queue")
 		r := newRig(t, rigOpts{})
 		r.add("g", 102, prompt(102, 80), 4)
 		r.stepD()

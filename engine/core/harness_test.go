@@ -24,13 +24,6 @@ const (
 	maxRounds     = 400
 )
 
-// knownNoteLeak: History.Note/Add for a room that is not held (an ACK or a
-// stray chunk after clear, an ABORT for a room that never existed) creates a
-// record with no ranks that nothing ever retires, so /debug/rooms lists it
-// as held forever. While true, checkClean tolerates such note-only records
-// (it logs them) and TestHistoryNoteOnlyRecordsRetire is skipped.
-const knownNoteLeak = false
-
 var errRefused = errors.New("decode refused chunk")
 
 type worker struct{ rank, w int }

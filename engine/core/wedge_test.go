@@ -12,7 +12,7 @@ import (
 // same script runs against the fixed engine (must end clean) and with its
 // regression switched on (must show the upstream wedge).
 
-// sglang 6.1(a): decode aborts in prealloc; its ABORT reaches prefill before
+// abort-before-status (SGLang #30352): decode aborts in prealloc; its ABORT reaches prefill before
 // prefill created the room.
 func scriptAbortBeforeAdd(r *rig) {
 	p := prompt(1, 80)
@@ -24,7 +24,7 @@ func scriptAbortBeforeAdd(r *rig) {
 	r.stepP()
 }
 
-// sglang 6.1(b): metadata, then ABORT, both before the sender exists.
+// abort-before-status, second path (SGLang #34692): metadata, then ABORT, both before the sender exists.
 func scriptMetaThenAbort(r *rig) {
 	p := prompt(2, 120)
 	r.addD("b", 12, p, 4)
@@ -36,7 +36,7 @@ func scriptMetaThenAbort(r *rig) {
 	r.stepP()
 }
 
-// sglang 6.2: a worker holds the room's first chunk; ABORT fails the room;
+// status-resurrection (SGLang #24522): a worker holds the room's first chunk; ABORT fails the room;
 // prefill retires and clears it; then the worker writes (an RDMA write
 // completes whatever decode thinks of it).
 func scriptResurrection(r *rig) {
@@ -57,7 +57,7 @@ func scriptResurrection(r *rig) {
 	}
 }
 
-// sglang 6.3: decode aborted; before its ABORT is read, decode refuses a
+// unknown-room-waiting (SGLang #35281): decode aborted; before its ABORT is read, decode refuses a
 // chunk and the worker records a transfer error.
 func scriptTransferErrorBeforeAbort(r *rig) {
 	r.add("u", 31, prompt(31, 150), 4)
@@ -71,7 +71,7 @@ func scriptTransferErrorBeforeAbort(r *rig) {
 	r.stepP()
 }
 
-// sglang 6.4: an unguarded ABORT reaches the bootstrap loop; a later request
+// bootstrap-thread-death (SGLang #30352): an unguarded ABORT reaches the bootstrap loop; a later request
 // follows.
 func scriptUnguardedAbort(r *rig) {
 	r.add("x", 41, prompt(41, 80), 4)
@@ -81,14 +81,14 @@ func scriptUnguardedAbort(r *rig) {
 	r.add("y", 42, prompt(42, 120), 5)
 }
 
-// sglang 6.5: decode aborts a request in its transfer queue.
+// decode-abort-leak (SGLang #25561): decode aborts a request in its transfer queue.
 func scriptAbortInTransfer(r *rig) {
 	r.add("l", 51, prompt(51, 120), 4)
 	r.stepD() // metadata sent: transfer queue
 	r.abortD("l")
 }
 
-// sglang 6.5 (#24580/#35049): A's chunk is in flight when decode aborts A;
+// free-before-ack (SGLang #24580, #35049): A's chunk is in flight when decode aborts A;
 // B reuses A's pages and completes its transfer; then A's write lands.
 func scriptFreeBeforeAck(r *rig) {
 	const roomA, roomB = 71, 82 // different workers
