@@ -14,8 +14,6 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
-	"github.com/pdchaos/pdchaos/engine/clustertest"
-	"github.com/pdchaos/pdchaos/engine/observe"
 )
 
 // holdProxy forwards TCP connections to upstream but holds every byte
@@ -143,13 +141,6 @@ func heldWorker(ctx context.Context, h contract.Hooks) (contract.HookState, erro
 	return contract.HookState{}, fmt.Errorf("no transfer worker holds a chunk yet")
 }
 
-// generate sends SGLang /generate through the router with a chosen rid and
-// room, so a test can aim at a transfer worker (room % workers) and abort
-// the request on one side only.
-func generate(ctx context.Context, endpoint, rid string, room uint64, text string, maxTokens int) (string, error) {
-	return clustertest.Generate(ctx, endpoint, rid, room, text, maxTokens)
-}
-
 // background runs f until the test ends, cancelling its ctx first.
 func background(t *testing.T, f func(ctx context.Context)) (cancel func()) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -168,19 +159,4 @@ func abortOn(t *testing.T, base, rid string) {
 	http.DefaultClient.CloseIdleConnections()
 }
 
-func roomOn(ctx context.Context, base string, room uint64) (contract.RoomRecord, bool, error) {
-	return observe.RoomOn(ctx, base, room)
-}
-
 func healthy(ctx context.Context, c *engine.Cluster) error { return c.Health(ctx) }
-
-func gaugeIs(ctx context.Context, url, name string, want float64) error {
-	v, err := gauge(ctx, url, name)
-	if err != nil {
-		return err
-	}
-	if v != want {
-		return fmt.Errorf("%s = %v, want %v", name, v, want)
-	}
-	return nil
-}

@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/zmtp"
 	"github.com/pdchaos/pdchaos/zmtp/zmtptest"
 )
 
 func listenProxy(t *testing.T, upstream string, rules ...Rule) *Proxy {
 	t.Helper()
-	p, err := Listen(testCtx(t), upstream, rules...)
+	p, err := Listen(testkit.Context(t), upstream, rules...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestTransparentMessages(t *testing.T) {
 
 func TestProxyWithPyzmq(t *testing.T) {
 	zmtptest.RequirePyZMQ(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	want := [][][]byte{metadata("1"), abort("1"), msg(GuardFrame, "None", "ip", "1", "agent"), {bytes.Repeat([]byte("x"), 100000)}}
 
 	t.Run("pyzmq push to our pull", func(t *testing.T) {
