@@ -257,7 +257,7 @@ func TestDecodeHeartbeatFailsRoomsOfADeadPrefill(t *testing.T) {
 	h := hooksOf(t, c)
 	must(t, h.Pause(t.Context(), allWorkers))
 	answer := make(chan error, 1)
-	background(t, func(ctx context.Context) {
+	testkit.Background(t, func(ctx context.Context) {
 		_, err := testkit.Generate(ctx, c.Endpoint(), "hb-1", 8008, longPrompt("h"), 4)
 		answer <- err
 	})

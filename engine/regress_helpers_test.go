@@ -141,15 +141,6 @@ func heldWorker(ctx context.Context, h contract.Hooks) (contract.HookState, erro
 	return contract.HookState{}, fmt.Errorf("no transfer worker holds a chunk yet")
 }
 
-// background runs f until the test ends, cancelling its ctx first.
-func background(t *testing.T, f func(ctx context.Context)) (cancel func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); f(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return cancel
-}
-
 func abortOn(t *testing.T, base, rid string) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"rid": rid})

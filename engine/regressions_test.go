@@ -76,7 +76,7 @@ func TestRegressionAbortBeforeStatus(t *testing.T) {
 		must(t, err)
 		defer restore(context.Background())
 		const room, rid = uint64(1001), "abs-1"
-		background(t, func(ctx context.Context) { _, _ = testkit.Generate(ctx, c.Endpoint(), rid, room, longPrompt("a"), 8) })
+		testkit.Background(t, func(ctx context.Context) { _, _ = testkit.Generate(ctx, c.Endpoint(), rid, room, longPrompt("a"), 8) })
 		testkit.Eventually(t, 10*time.Second, func() error {
 			rec, held, err := testkit.RoomOn(t.Context(), prefill, room)
 			if err != nil || !held {
@@ -117,7 +117,7 @@ func TestRegressionStatusResurrection(t *testing.T) {
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
 		const room = uint64(2002)
-		cancel := background(t, func(ctx context.Context) {
+		cancel := testkit.Background(t, func(ctx context.Context) {
 			_, _ = testkit.Generate(ctx, c.Endpoint(), "sr-1", room, longPrompt("s"), 8)
 		})
 		testkit.Eventually(t, 10*time.Second, func() error { _, err := heldWorker(t.Context(), h); return err })
@@ -168,7 +168,7 @@ func TestRegressionUnknownRoomWaiting(t *testing.T) {
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
 		const room, rid = uint64(3003), "urw-1"
-		background(t, func(ctx context.Context) { _, _ = testkit.Generate(ctx, c.Endpoint(), rid, room, longPrompt("u"), 8) })
+		testkit.Background(t, func(ctx context.Context) { _, _ = testkit.Generate(ctx, c.Endpoint(), rid, room, longPrompt("u"), 8) })
 		testkit.Eventually(t, 10*time.Second, func() error { _, err := heldWorker(t.Context(), h); return err })
 		// Decode gives the room up; its ABORT waits at prefill's stalled
 		// bootstrap loop, so the worker's refused write comes first (6.3).
@@ -204,7 +204,7 @@ func TestRegressionBootstrapThreadDeath(t *testing.T) {
 		decode := c.EngineURLs()[1]
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
-		background(t, func(ctx context.Context) {
+		testkit.Background(t, func(ctx context.Context) {
 			_, _ = testkit.Generate(ctx, c.Endpoint(), "btd-1", 4004, longPrompt("b"), 8)
 		})
 		testkit.Eventually(t, 10*time.Second, func() error { _, err := heldWorker(t.Context(), h); return err })
@@ -219,7 +219,7 @@ func TestRegressionBootstrapThreadDeath(t *testing.T) {
 		must(t, h.Resume(t.Context(), allWorkers))
 		msgs := prompt(7)
 		answer := make(chan error, 1)
-		background(t, func(ctx context.Context) {
+		testkit.Background(t, func(ctx context.Context) {
 			answer <- testkit.ChatExact(ctx, c.Endpoint(), msgs, 8)
 		})
 		if !regressed {
@@ -250,7 +250,7 @@ func TestRegressionDecodeAbortLeak(t *testing.T) {
 	runWedge(t, contract.DecodeAbortLeak, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
-		cancel := background(t, func(ctx context.Context) {
+		cancel := testkit.Background(t, func(ctx context.Context) {
 			_, _ = testkit.Generate(ctx, c.Endpoint(), "dal-1", 5005, longPrompt("d"), 8)
 		})
 		testkit.Eventually(t, 10*time.Second, func() error {
@@ -275,7 +275,7 @@ func TestRegressionRankDesync(t *testing.T) {
 	runWedge(t, contract.RankDesync, engine.Config{TP: 2}, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
-		cancel := background(t, func(ctx context.Context) {
+		cancel := testkit.Background(t, func(ctx context.Context) {
 			_, _ = testkit.Generate(ctx, c.Endpoint(), "rd-1", 6006, longPrompt("r"), 8)
 		})
 		testkit.Eventually(t, 10*time.Second, func() error {
@@ -285,7 +285,7 @@ func TestRegressionRankDesync(t *testing.T) {
 		must(t, h.Resume(t.Context(), allWorkers))
 		answer := make(chan error, 1)
 		msgs := prompt(9)
-		background(t, func(ctx context.Context) {
+		testkit.Background(t, func(ctx context.Context) {
 			answer <- testkit.Chat(ctx, c.Endpoint(), msgs, 8).Err
 		})
 		if !regressed {
@@ -330,7 +330,7 @@ func TestRegressionFreeBeforeAck(t *testing.T) {
 		// exactly the pages A freed if they were freed early.
 		const roomA, roomB = uint64(7000), uint64(7001)
 		textA, textB := longPrompt("alpha"), longPrompt("omega")
-		background(t, func(ctx context.Context) { _, _ = testkit.Generate(ctx, c.Endpoint(), "fba-a", roomA, textA, 8) })
+		testkit.Background(t, func(ctx context.Context) { _, _ = testkit.Generate(ctx, c.Endpoint(), "fba-a", roomA, textA, 8) })
 		testkit.Eventually(t, 10*time.Second, func() error { _, err := heldWorker(t.Context(), h); return err })
 		abortOn(t, decode, "fba-a")
 		testkit.Eventually(t, 10*time.Second, func() error {
@@ -340,7 +340,7 @@ func TestRegressionFreeBeforeAck(t *testing.T) {
 			return nil
 		})
 		answerB := make(chan string, 1)
-		background(t, func(ctx context.Context) {
+		testkit.Background(t, func(ctx context.Context) {
 			got, err := testkit.Generate(ctx, c.Endpoint(), "fba-b", roomB, textB, 8)
 			if err != nil {
 				got = "error: " + err.Error()

@@ -2,7 +2,6 @@ package enginetest_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -44,42 +43,6 @@ func prompt(tag string) []model.Message {
 // longText is a /generate prompt of a few hundred tokens.
 func longText(tag string) string {
 	return strings.Repeat(tag+" edits the parser and reruns the failing test suite ", 20)
-}
-
-// async runs f in a goroutine and returns a channel with its one result.
-// The test waits for it before it ends (cancelling ctx first).
-func async[T any](t *testing.T, f func(ctx context.Context) T) (<-chan T, context.CancelFunc) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan T, 1)
-	done := make(chan struct{})
-	go func() { defer close(done); ch <- f(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return ch, cancel
-}
-
-// recvWithin waits for a result, failing the test after timeout.
-func recvWithin[T any](t *testing.T, ch <-chan T, timeout time.Duration) T {
-	t.Helper()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case v := <-ch:
-		return v
-	case <-timer.C:
-		t.Fatalf("no result within %v", timeout)
-		panic("unreachable")
-	}
-}
-
-// notDone reports an error if ch already has a result.
-func notDone[T any](ch <-chan T) error {
-	select {
-	case v := <-ch:
-		return fmt.Errorf("finished while the fault was active: %+v", v)
-	default:
-		return nil
-	}
 }
 
 // healthyAfter is the check every test ends with: once the fault is healed,

@@ -84,7 +84,7 @@ func TestEngineHooksHoldRequests(t *testing.T) {
 			}
 			text := longText(fmt.Sprintf("hook%d", i))
 			room := uint64(5000 + i)
-			res, _ := async(t, func(ctx context.Context) error {
+			res, _ := testkit.Async(t, func(ctx context.Context) error {
 				got, err := testkit.Generate(ctx, c.Endpoint(), fmt.Sprintf("hook-%d", i), room, text, 8)
 				if err != nil {
 					return err
@@ -95,7 +95,7 @@ func TestEngineHooksHoldRequests(t *testing.T) {
 				return nil
 			})
 			parked := func() error {
-				if err := notDone(res); err != nil {
+				if err := testkit.NotDone(res); err != nil {
 					return err
 				}
 				held, _, err := heldAt(t.Context(), c, tc.hook, tc.role)
@@ -111,7 +111,7 @@ func TestEngineHooksHoldRequests(t *testing.T) {
 			testkit.Consistently(t, 300*time.Millisecond, parked)
 			mustHeal(t, tc.fault, heal)
 			noPausedGate(t, c)
-			if err := recvWithin(t, res, 10*time.Second); err != nil {
+			if err := testkit.Recv(t, res, 10*time.Second); err != nil {
 				t.Fatalf("request after heal: %v", err)
 			}
 			ev := tc.fault.Evidence()

@@ -59,7 +59,7 @@ func TestInterruptedPlayLeavesNothing(t *testing.T) {
 			var parked []<-chan answer
 			send := func(room uint64) {
 				text := longText(fmt.Sprintf("interrupt-%d", room))
-				ch, _ := async(t, func(ctx context.Context) answer {
+				ch, _ := testkit.Async(t, func(ctx context.Context) answer {
 					got, err := testkit.Generate(ctx, c.Endpoint(), fmt.Sprintf("int-%d", room), room, text, 8)
 					if err == nil && got != model.Expected(text, 8) {
 						err = fmt.Errorf("answer %q, want %q", got, model.Expected(text, 8))
@@ -146,7 +146,7 @@ func TestInterruptedPlayLeavesNothing(t *testing.T) {
 				t.Errorf("pause evidence: %+v", pause.Evidence())
 			}
 			for _, ch := range parked {
-				if a := recvWithin(t, ch, 15*time.Second); a.err != nil {
+				if a := testkit.Recv(t, ch, 15*time.Second); a.err != nil {
 					t.Errorf("request parked in room %d during the fault: %v", a.room, a.err)
 				}
 			}

@@ -42,7 +42,7 @@ func TestProtocolAbortBeforeMetadata(t *testing.T) {
 	f := &protocol.AbortBeforeMetadata{Link: "control/0"}
 	heal := inject(t, c, f)
 
-	res, cancel := async(t, func(ctx context.Context) testkit.ChatResult {
+	res, cancel := testkit.Async(t, func(ctx context.Context) testkit.ChatResult {
 		return testkit.Chat(ctx, c.Endpoint(), prompt("abm"), 50)
 	})
 	room := heldRoom(t, c)
@@ -52,11 +52,11 @@ func TestProtocolAbortBeforeMetadata(t *testing.T) {
 		}
 		return nil
 	})
-	if err := notDone(res); err != nil {
+	if err := testkit.NotDone(res); err != nil {
 		t.Fatal(err)
 	}
 	cancel() // the client leaves during prefill
-	recvWithin(t, res, 10*time.Second)
+	testkit.Recv(t, res, 10*time.Second)
 
 	prefill := c.EngineURLs()[0]
 	// The room's record on prefill (the cleared one: a reopened record for
@@ -133,12 +133,12 @@ func TestProtocolDropAbort(t *testing.T) {
 	f := &protocol.Drop{Link: "control/0", Kinds: []protocol.Kind{protocol.KindAbort}}
 	heal := inject(t, c, f)
 
-	res, cancel := async(t, func(ctx context.Context) testkit.ChatResult {
+	res, cancel := testkit.Async(t, func(ctx context.Context) testkit.ChatResult {
 		return testkit.Chat(ctx, c.Endpoint(), prompt("drop"), 50)
 	})
 	room := heldRoom(t, c)
 	cancel()
-	recvWithin(t, res, 10*time.Second)
+	testkit.Recv(t, res, 10*time.Second)
 	testkit.Eventually(t, 10*time.Second, func() error {
 		if ev := f.Evidence(); ev.Counters["dropped"] < 1 {
 			return fmt.Errorf("no ABORT dropped yet: %+v", ev.Counters)
