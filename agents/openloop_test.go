@@ -106,6 +106,14 @@ func TestRequestEndings(t *testing.T) {
 		{"truncated", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, chunk("a"))
 		}, KindError, 200, "truncated stream"},
+		{"last event without its blank line", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, strings.TrimSuffix(chunk("a"), "\n"))
+		}, KindError, 200, "truncated stream: ended without [DONE]"},
+		{"connection cut", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, chunk("a"))
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler) // the server drops the connection mid-body
+		}, KindError, 200, "read stream: unexpected EOF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.handler)
