@@ -14,6 +14,7 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
 // holdProxy forwards TCP connections to upstream but holds every byte
@@ -30,11 +31,7 @@ type holdProxy struct {
 
 func newHoldProxy(t *testing.T, upstream string) *holdProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &holdProxy{ln: ln, upstream: upstream, release: make(chan struct{})}
+	p := &holdProxy{ln: testkit.Listen(t), upstream: upstream, release: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)

@@ -244,11 +244,7 @@ func rawPeer2(t *testing.T, addr, socketType string) (net.Conn, *bufio.Reader) {
 
 func TestDialRefusesBadPeers(t *testing.T) {
 	ctx := testkit.Context(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := testkit.Listen(t)
 	replies := [][]byte{
 		[]byte("HTTP/1.1 400 Bad Request\r\n\r\n" + string(make([]byte, 64))),
 		append(NewGreeting().Bytes(), AppendFrame(nil, ReadyFrame(TypePush, nil))...),

@@ -30,11 +30,7 @@ func listenProxy(t *testing.T, upstream string, rules ...Rule) *Proxy {
 // long frames, a long-encoded small frame, commands between messages) and
 // compares what upstream got with what was sent, byte for byte.
 func TestTransparentByteForByte(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := testkit.Listen(t)
 	got := make(chan []byte, 1)
 	go func() {
 		c, err := ln.Accept()
@@ -158,11 +154,7 @@ func TestProxyWithPyzmq(t *testing.T) {
 }
 
 func TestNonZMTPPeerIsRelayedRaw(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := testkit.Listen(t)
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
