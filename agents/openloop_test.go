@@ -9,14 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/pdchaos/pdchaos/agents/internal/fakeserver"
 	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
 func TestOpenLoop(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testkit.NoLeaks(t)
 	srv := fakeserver.New(fakeserver.Options{TokenDelay: time.Millisecond})
 	defer srv.Close()
 	srv.SetCorruptEvery(10)
@@ -50,7 +49,7 @@ func TestOpenLoop(t *testing.T) {
 }
 
 func TestOpenLoopStopsOnContext(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testkit.NoLeaks(t)
 	srv := fakeserver.New(fakeserver.Options{})
 	defer srv.Close()
 	srv.SetHang(true)
@@ -83,7 +82,7 @@ func TestOpenLoopStopsOnContext(t *testing.T) {
 // TestRequestEndings drives one request against servers that misbehave in
 // each way the protocol allows and checks the outcome it gets.
 func TestRequestEndings(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testkit.NoLeaks(t)
 	chunk := func(s string) string {
 		return fmt.Sprintf(`data: {"choices":[{"index":0,"delta":{"content":%q},"finish_reason":null}]}`+"\n\n", s)
 	}
@@ -107,6 +106,14 @@ func TestRequestEndings(t *testing.T) {
 		{"truncated", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, chunk("a"))
 		}, KindError, 200, "truncated stream"},
+		{"last event without its blank line", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, strings.TrimSuffix(chunk("a"), "\n"))
+		}, KindError, 200, "truncated stream: ended without [DONE]"},
+		{"connection cut", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, chunk("a"))
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler) // the server drops the connection mid-body
+		}, KindError, 200, "read stream: unexpected EOF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.handler)

@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/pdchaos/pdchaos/agents/internal/fakeserver"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
 // recorder is a test Sink that keeps every outcome and every decision.
@@ -81,7 +80,7 @@ func checkAccounting(t *testing.T, s *Swarm, outs []Outcome) {
 }
 
 func TestSwarmOpenCode30(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testkit.NoLeaks(t)
 	srv := fakeserver.New(fakeserver.Options{TokenDelay: time.Millisecond, FirstTokenDelay: 20 * time.Millisecond})
 	defer srv.Close()
 
@@ -130,7 +129,7 @@ func TestSwarmOpenCode30(t *testing.T) {
 }
 
 func TestSwarmHangingServer(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testkit.NoLeaks(t)
 	srv := fakeserver.New(fakeserver.Options{})
 	defer srv.Close()
 	srv.SetHang(true)
@@ -171,7 +170,7 @@ func TestSwarmHangingServer(t *testing.T) {
 }
 
 func TestSwarmIntegrityViolation(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testkit.NoLeaks(t)
 	srv := fakeserver.New(fakeserver.Options{})
 	defer srv.Close()
 	srv.SetCorruptEvery(3)
@@ -198,7 +197,7 @@ func TestSwarmIntegrityViolation(t *testing.T) {
 }
 
 func TestSwarmKillAll(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testkit.NoLeaks(t)
 	srv := fakeserver.New(fakeserver.Options{TokenDelay: 5 * time.Millisecond})
 	defer srv.Close()
 

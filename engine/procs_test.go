@@ -16,6 +16,7 @@ import (
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
 // buildCLI builds the pdchaos binary once per test run.
@@ -95,11 +96,10 @@ func TestRolesAsProcesses(t *testing.T) {
 	rt.field(t, "router", &endpoint)
 
 	msgs := prompt(3)
-	client := httpClient(t)
-	got, err := chat(t.Context(), client, endpoint, msgs, 6)
-	must(t, err)
-	if want := model.ExpectedChat(msgs, 6); got != want {
-		t.Fatalf("answer through three processes: got %q want %q", got, want)
+	r := testkit.Chat(t.Context(), endpoint, msgs, 6)
+	must(t, r.Err)
+	if want := model.ExpectedChat(msgs, 6); r.Text != want {
+		t.Fatalf("answer through three processes: got %q want %q", r.Text, want)
 	}
 
 	// Kill decode in the middle of a stream: the client must get an error,
@@ -110,12 +110,11 @@ func TestRolesAsProcesses(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		close(started)
-		_, err := chat(ctx, client, endpoint, prompt(4), 400)
-		streamErr <- err
+		streamErr <- testkit.Chat(ctx, endpoint, prompt(4), 400).Err
 	}()
 	<-started
-	eventually(t, 10*time.Second, func() error {
-		return gaugeIs(t.Context(), "http://"+da.HTTP+contract.PathMetrics, contract.MetricRunning, 1)
+	testkit.Eventually(t, 10*time.Second, func() error {
+		return testkit.GaugeIs(t.Context(), "http://"+da.HTTP+contract.PathMetrics, contract.MetricRunning, 1)
 	})
 	must(t, dec.cmd.Process.Signal(syscall.SIGKILL))
 	select {
@@ -132,7 +131,7 @@ func TestRolesAsProcesses(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	_, err = chat(ctx, client, endpoint, prompt(5), 4)
+	err := testkit.Chat(ctx, endpoint, prompt(5), 4).Err
 	if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "502") {
 		t.Fatalf("request after decode died: want a prompt 502, got %v", err)
 	}

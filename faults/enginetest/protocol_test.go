@@ -9,14 +9,16 @@ import (
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/faults/protocol"
+	"github.com/pdchaos/pdchaos/internal/testkit"
+	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
 )
 
 // heldRoom waits until prefill holds exactly one room and returns it.
 func heldRoom(t *testing.T, c *engine.Cluster) uint64 {
 	t.Helper()
 	var room uint64
-	eventually(t, 10*time.Second, func() error {
-		r, err := roomsOf(t.Context(), c.EngineURLs()[0])
+	testkit.Eventually(t, 10*time.Second, func() error {
+		r, err := testkit.Rooms(t.Context(), c.EngineURLs()[0])
 		if err != nil {
 			return err
 		}
@@ -35,31 +37,33 @@ func heldRoom(t *testing.T, c *engine.Cluster) uint64 {
 // Prefill's history shows the ABORT before the metadata, and the fixed
 // engine still clears every room, well before its deadlines could.
 func TestProtocolAbortBeforeMetadata(t *testing.T) {
-	noLeaks(t)
-	c := startCluster(t, shortDeadlines(engine.Config{PrefillTokensPerSec: 200}))
+	testkit.NoLeaks(t)
+	c := testcluster.Start(t, shortDeadlines(engine.Config{PrefillTokensPerSec: 200}))
 	f := &protocol.AbortBeforeMetadata{Link: "control/0"}
 	heal := inject(t, c, f)
 
-	res, cancel := async(t, func(ctx context.Context) chatResult { return chat(ctx, c.Endpoint(), prompt("abm"), 50) })
+	res, cancel := testkit.Async(t, func(ctx context.Context) testkit.ChatResult {
+		return testkit.Chat(ctx, c.Endpoint(), prompt("abm"), 50)
+	})
 	room := heldRoom(t, c)
-	eventually(t, 10*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if ev := f.Evidence(); ev.Counters["held"] < 1 {
 			return fmt.Errorf("metadata not held yet: %+v", ev.Counters)
 		}
 		return nil
 	})
-	if err := notDone(res); err != nil {
+	if err := testkit.NotDone(res); err != nil {
 		t.Fatal(err)
 	}
 	cancel() // the client leaves during prefill
-	recvWithin(t, res, 10*time.Second)
+	testkit.Recv(t, res, 10*time.Second)
 
 	prefill := c.EngineURLs()[0]
 	// The room's record on prefill (the cleared one: a reopened record for
 	// the same room may be held meanwhile) shows the ABORT, or the
 	// tombstone it leaves for an absent room, before the metadata.
-	eventually(t, 10*time.Second, func() error {
-		r, err := roomsOf(t.Context(), prefill)
+	testkit.Eventually(t, 10*time.Second, func() error {
+		r, err := testkit.Rooms(t.Context(), prefill)
 		if err != nil {
 			return err
 		}
@@ -82,9 +86,9 @@ func TestProtocolAbortBeforeMetadata(t *testing.T) {
 		t.Errorf("evidence does not show the reorder: %+v", ev)
 	}
 	// The fixed engine ends every room cleared, on both sides.
-	eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
+	testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
 	for _, base := range c.EngineURLs() {
-		rec, held, err := roomOn(t.Context(), base, room)
+		rec, held, err := testkit.RoomOn(t.Context(), base, room)
 		if err != nil || held || !rec.Cleared || rec.LastState != "Failed" {
 			t.Errorf("%s: room %d want cleared after Failed, got held=%v %+v (%v)", base, room, held, rec, err)
 		}
@@ -96,14 +100,14 @@ func TestProtocolAbortBeforeMetadata(t *testing.T) {
 // Delayed registrations and metadata slow requests by at least the delay
 // and change nothing else.
 func TestProtocolDelayMessages(t *testing.T) {
-	noLeaks(t)
-	c := startCluster(t, engine.Config{})
+	testkit.NoLeaks(t)
+	c := testcluster.Start(t, engine.Config{})
 	const delay = 250 * time.Millisecond
 	f := &protocol.DelayMessages{Link: "control/0", Kinds: []protocol.Kind{protocol.KindRegistration, protocol.KindMetadata}, Min: delay, Max: delay}
 	heal := inject(t, c, f)
 	for i := range 2 {
 		start := time.Now()
-		if err := chatExact(t.Context(), c.Endpoint(), prompt(fmt.Sprintf("delay-%d", i)), 8); err != nil {
+		if err := testkit.ChatExact(t.Context(), c.Endpoint(), prompt(fmt.Sprintf("delay-%d", i)), 8); err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
 		if took := time.Since(start); took < delay {
@@ -124,23 +128,25 @@ func TestProtocolDelayMessages(t *testing.T) {
 // drains: prefill retires the room when its own request ends, decode frees
 // the pages after the ack timeout.
 func TestProtocolDropAbort(t *testing.T) {
-	noLeaks(t)
-	c := startCluster(t, shortDeadlines(engine.Config{PrefillTokensPerSec: 200}))
+	testkit.NoLeaks(t)
+	c := testcluster.Start(t, shortDeadlines(engine.Config{PrefillTokensPerSec: 200}))
 	f := &protocol.Drop{Link: "control/0", Kinds: []protocol.Kind{protocol.KindAbort}}
 	heal := inject(t, c, f)
 
-	res, cancel := async(t, func(ctx context.Context) chatResult { return chat(ctx, c.Endpoint(), prompt("drop"), 50) })
+	res, cancel := testkit.Async(t, func(ctx context.Context) testkit.ChatResult {
+		return testkit.Chat(ctx, c.Endpoint(), prompt("drop"), 50)
+	})
 	room := heldRoom(t, c)
 	cancel()
-	recvWithin(t, res, 10*time.Second)
-	eventually(t, 10*time.Second, func() error {
+	testkit.Recv(t, res, 10*time.Second)
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if ev := f.Evidence(); ev.Counters["dropped"] < 1 {
 			return fmt.Errorf("no ABORT dropped yet: %+v", ev.Counters)
 		}
 		return nil
 	})
-	eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
-	rec, _, err := roomOn(t.Context(), c.EngineURLs()[0], room)
+	testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
+	rec, _, err := testkit.RoomOn(t.Context(), c.EngineURLs()[0], room)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +154,7 @@ func TestProtocolDropAbort(t *testing.T) {
 		t.Errorf("prefill received the ABORT the proxy dropped: %v", eventKinds(rec))
 	}
 	t.Logf("prefill room %d: %v", room, eventKinds(rec))
-	if drec, _, err := roomOn(t.Context(), c.EngineURLs()[1], room); err == nil {
+	if drec, _, err := testkit.RoomOn(t.Context(), c.EngineURLs()[1], room); err == nil {
 		t.Logf("decode room %d: %v", room, eventKinds(drec))
 		if eventIndex(drec, "abort-ack") >= 0 {
 			t.Errorf("decode got an ABORT_ACK for an ABORT prefill never saw: %v", eventKinds(drec))
@@ -163,13 +169,13 @@ func TestProtocolDropAbort(t *testing.T) {
 
 // Duplicated metadata is harmless: answers stay exact, nothing leaks.
 func TestProtocolDuplicateMetadata(t *testing.T) {
-	noLeaks(t)
-	c := startCluster(t, engine.Config{})
+	testkit.NoLeaks(t)
+	c := testcluster.Start(t, engine.Config{})
 	f := &protocol.Duplicate{Link: "control/0", Kinds: []protocol.Kind{protocol.KindMetadata}}
 	heal := inject(t, c, f)
 	for i := range 3 {
 		text := longText(fmt.Sprintf("dup%d", i))
-		got, err := generate(t.Context(), c.Endpoint(), fmt.Sprintf("dup-%d", i), uint64(4000+i), text, 8)
+		got, err := testkit.Generate(t.Context(), c.Endpoint(), fmt.Sprintf("dup-%d", i), uint64(4000+i), text, 8)
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
@@ -177,7 +183,7 @@ func TestProtocolDuplicateMetadata(t *testing.T) {
 			t.Fatalf("request %d: answer %q, want %q", i, got, want)
 		}
 	}
-	eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
+	testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
 	mustHeal(t, f, heal)
 	if ev := f.Evidence(); !ev.Effective || ev.Counters["duplicated"] < 3 {
 		t.Errorf("evidence: want >= 3 duplicated: %+v", ev)

@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/zmtp"
 	"github.com/pdchaos/pdchaos/zmtp/zmtptest"
 )
 
 func listenProxy(t *testing.T, upstream string, rules ...Rule) *Proxy {
 	t.Helper()
-	p, err := Listen(testCtx(t), upstream, rules...)
+	p, err := Listen(testkit.Context(t), upstream, rules...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,11 +30,7 @@ func listenProxy(t *testing.T, upstream string, rules ...Rule) *Proxy {
 // long frames, a long-encoded small frame, commands between messages) and
 // compares what upstream got with what was sent, byte for byte.
 func TestTransparentByteForByte(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := testkit.Listen(t)
 	got := make(chan []byte, 1)
 	go func() {
 		c, err := ln.Accept()
@@ -118,7 +115,7 @@ func TestTransparentMessages(t *testing.T) {
 
 func TestProxyWithPyzmq(t *testing.T) {
 	zmtptest.RequirePyZMQ(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	want := [][][]byte{metadata("1"), abort("1"), msg(GuardFrame, "None", "ip", "1", "agent"), {bytes.Repeat([]byte("x"), 100000)}}
 
 	t.Run("pyzmq push to our pull", func(t *testing.T) {
@@ -157,11 +154,7 @@ func TestProxyWithPyzmq(t *testing.T) {
 }
 
 func TestNonZMTPPeerIsRelayedRaw(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := testkit.Listen(t)
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
