@@ -47,6 +47,10 @@ func importRules() []importRule {
 			pkgs: []string{"harness/check"}, forbid: append(runtime, "engine/...", "faults/...", "agents/...", "harness/target", "github.com/prometheus/client_golang", "std:net/http"), deps: true},
 		{why: "agents never import the engine runtime, faults, harness or suites",
 			pkgs: []string{"agents/..."}, forbid: []string{"engine", "engine/core", "faults/...", "harness/...", "suites/...", "github.com/onsi/"}, deps: true},
+		{why: "test support is for tests: no product package imports it",
+			pkgs: []string{"..."}, except: []string{"internal/testkit/..."}, forbid: []string{"internal/testkit/..."}},
+		{why: "testkit sits below the engine and zmtp, whose internal tests use it",
+			pkgs: []string{"internal/testkit"}, forbid: []string{"engine", "engine/core", "zmtp/...", "faults/...", "agents/...", "harness/...", "suites/...", "cmd/...", "github.com/onsi/"}, deps: true},
 		{why: "the harness never imports suites or Ginkgo",
 			pkgs: []string{"harness/...", "cmd/..."}, forbid: []string{"suites/gate", "github.com/onsi/"}, deps: true},
 	}
@@ -80,8 +84,12 @@ func listPackages(t *testing.T) map[string]pkgInfo {
 	return pkgs
 }
 
-// matches reports whether a module-relative package path rel matches pattern.
+// matches reports whether a module-relative package path rel matches
+// pattern; "..." alone matches every package of the module.
 func matches(pattern, rel string) bool {
+	if pattern == "..." {
+		return true
+	}
 	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
 		return rel == base || strings.HasPrefix(rel, base+"/")
 	}
@@ -147,7 +155,7 @@ func TestImportRules(t *testing.T) {
 		t.Skip("runs go list over the module")
 	}
 	pkgs := listPackages(t)
-	for _, want := range []string{"contract", "engine", "engine/core", "faults", "agents", "harness"} {
+	for _, want := range []string{"contract", "engine", "engine/core", "faults", "agents", "harness", "internal/testkit"} {
 		if _, ok := pkgs[want]; !ok {
 			t.Fatalf("go list found no package %s: the rules would check nothing", want)
 		}
