@@ -20,7 +20,8 @@ import (
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
-// addCommands registers the harness commands (run, soak, watch, faults).
+// addCommands registers the harness commands (run, repro, soak, watch,
+// faults reset and faults list).
 func addCommands(root *cobra.Command) {
 	root.AddCommand(newRunCmd(), newReproCmd(), newSoakCmd(), newWatchCmd(), newFaultsCmd())
 }
@@ -304,7 +305,7 @@ func newFaultsCmd() *cobra.Command {
 	}
 	reset.Flags().StringSliceVar(&engines, "engine-url", nil, "engine base URL serving /debug/hooks (repeatable)")
 	reset.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow non-loopback engine URLs")
-	faultsCmd.AddCommand(reset)
+	faultsCmd.AddCommand(reset, newFaultsListCmd())
 	return faultsCmd
 }
 

@@ -11,6 +11,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/rs/zerolog"
+	zlog "github.com/rs/zerolog/log"
+
 	"github.com/spf13/cobra"
 )
 
@@ -32,6 +35,10 @@ const (
 )
 
 func main() {
+	// Toxiproxy's toxics (bandwidth) log through zerolog's global logger,
+	// which writes trace lines to stderr; the CLI owns the process, so it
+	// silences that logger once here.
+	zlog.Logger = zerolog.Nop()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRoot()
