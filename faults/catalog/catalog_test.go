@@ -7,7 +7,6 @@ import (
 	"go/token"
 	"io/fs"
 	"math/rand/v2"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -304,25 +303,6 @@ func TestDefaultsAndInputForms(t *testing.T) {
 		}
 		if v.Int("average_size") != 7 || v.Duration("delay") != 50*time.Microsecond || v.String("stream") != "downstream" {
 			t.Fatalf("%v: parsed %v", raw, v.m)
-		}
-	}
-}
-
-// TestImportRule: the catalogue depends on no harness, suite, Ginkgo or
-// engine runtime package (doc.go).
-func TestImportRule(t *testing.T) {
-	t.Parallel()
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Skipf("go list: %v", err)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		bad := strings.HasPrefix(dep, "github.com/pdchaos/pdchaos/harness") ||
-			strings.HasPrefix(dep, "github.com/pdchaos/pdchaos/suites") ||
-			strings.HasPrefix(dep, "github.com/onsi/") ||
-			dep == "github.com/pdchaos/pdchaos/engine" || strings.HasPrefix(dep, "github.com/pdchaos/pdchaos/engine/")
-		if bad {
-			t.Errorf("faults/catalog depends on %s", dep)
 		}
 	}
 }

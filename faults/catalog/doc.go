@@ -12,5 +12,6 @@
 // injector subpackages of faults (network, protocol, process), the standard
 // library and what those bring (Toxiproxy). It must not import harness/,
 // suites/, Ginkgo, or the engine runtime (engine and engine/...); parameter
-// values arrive as plain Go values (what a YAML or JSON decoder yields).
+// values arrive as plain Go values (what a YAML or JSON decoder yields). The
+// import test in package contract enforces the rule.
 package catalog
