@@ -85,6 +85,45 @@ func TestRolesAsProcesses(t *testing.T) {
 		t.Skip("builds the CLI and starts processes")
 	}
 	bin := buildCLI(t)
+	t.Run("wire mooncake", func(t *testing.T) {
+		// Every role takes the same --wire; the pair then speaks Mooncake.
+		pre := startRole(t, bin, "--role", "prefill", "--wire", "mooncake")
+		var pa engine.PrefillAddrs
+		pre.field(t, "prefill", &pa)
+		dec := startRole(t, bin, "--role", "decode", "--wire", "mooncake")
+		var da engine.DecodeAddrs
+		dec.field(t, "decode", &da)
+		rt := startRole(t, bin, "--role", "router", "--wire", "mooncake", "--prefill-http", pa.HTTP, "--prefill-bootstrap", pa.Bootstrap, "--decode-http", da.HTTP)
+		var endpoint string
+		rt.field(t, "router", &endpoint)
+		msgs := prompt(9)
+		cr := testkit.Chat(t.Context(), endpoint, msgs, 5)
+		must(t, cr.Err)
+		if want, got := model.ExpectedChat(msgs, 5), cr.Text; got != want {
+			t.Fatalf("answer over mooncake: got %q want %q", got, want)
+		}
+		prefillMetrics := "http://" + pa.HTTP + contract.PathMetrics
+		if n, err := testkit.Gauge(t.Context(), prefillMetrics, contract.MetricMalformedControl); err != nil || n != 0 {
+			t.Errorf("prefill refused %v control messages (%v)", n, err)
+		}
+		// A decode left on the default dialect is not understood: the flag
+		// took effect on both roles.
+		nixl := startRole(t, bin, "--role", "decode")
+		var na engine.DecodeAddrs
+		nixl.field(t, "decode", &na)
+		rt2 := startRole(t, bin, "--role", "router", "--prefill-http", pa.HTTP, "--prefill-bootstrap", pa.Bootstrap, "--decode-http", na.HTTP)
+		rt2.field(t, "router", &endpoint)
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		_ = testkit.Chat(ctx, endpoint, prompt(10), 5)
+		testkit.Eventually(t, 10*time.Second, func() error {
+			n, err := testkit.Gauge(t.Context(), prefillMetrics, contract.MetricMalformedControl)
+			if err == nil && n == 0 {
+				err = errors.New("mooncake prefill refused nothing from a nixl decode")
+			}
+			return err
+		})
+	})
 	pre := startRole(t, bin, "--role", "prefill")
 	var pa engine.PrefillAddrs
 	pre.field(t, "prefill", &pa)

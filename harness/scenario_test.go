@@ -69,6 +69,8 @@ func TestBadScenario(t *testing.T) {
 		{"missing duration", "name: x\n", []string{"bad.yaml", "duration", "must be > 0"}},
 		{"bad regression", "name: x\nduration: 5s\nengine:\n  regressions: [abort-befor-status]\n",
 			[]string{"bad.yaml:4", "engine", "abort-befor-status", "valid:"}},
+		{"bad wire", "name: x\nduration: 5s\nengine:\n  wire: ucx\n",
+			[]string{"bad.yaml", "engine", "wire", "ucx", "valid: nixl, mooncake"}},
 		{"bad fault kind", "name: x\nduration: 5s\nfaults:\n  - kind: explode\n    for: 1s\n",
 			[]string{"bad.yaml:4", "faults[0].kind", "explode", "valid:"}},
 		{"param of another kind", "name: x\nduration: 5s\nfaults:\n  - kind: sigstop\n    role: decode\n    link: kv/0\n    for: 1s\n",

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/spf13/cobra"
 )
@@ -43,7 +44,9 @@ ports chosen by the OS. With --role, one role runs; give it its peers'
 addresses (the router needs --prefill-http, --prefill-bootstrap and
 --decode-http). When ready, one JSON line with every listening address is
 printed to stdout. Known upstream races are switched on with --regression
-NAME (repeatable); --regression list prints them.`,
+NAME (repeatable); --regression list prints them. --wire chooses the
+control-message dialect (nixl or mooncake); every role of one deployment
+must run with the same.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(f.regressions) == 1 && f.regressions[0] == "list" {
@@ -56,6 +59,7 @@ NAME (repeatable); --regression list prints them.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.role, "role", "", "role to run: router, prefill or decode (empty: all in one process)")
 	fl.StringArrayVar(&f.regressions, "regression", nil, "switch on a known regression by name (repeatable; 'list' prints them)")
+	fl.StringVar((*string)(&f.cfg.Wire), "wire", string(contract.WireNIXL), "control-message dialect, the same for every role: nixl or mooncake")
 	fl.IntVar(&f.cfg.TP, "tp", 1, "tensor-parallel ranks on each side")
 	fl.IntVar(&f.cfg.TransferWorkers, "transfer-workers", 4, "transfer workers per prefill rank")
 	fl.IntVar(&f.cfg.MaxNewTokens, "max-new-tokens", 16, "tokens generated when a request does not say")

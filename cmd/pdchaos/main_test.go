@@ -60,6 +60,7 @@ func TestBadInputIsAHarnessError(t *testing.T) {
 		want string
 	}{
 		{"unknown regression", []string{"engine", "--regression", "nope"}, `unknown regression "nope"`},
+		{"unknown wire dialect", []string{"engine", "--wire", "ucx"}, `wire: unknown wire dialect "ucx" (valid: nixl, mooncake)`},
 		{"run unknown regression", []string{"run", "abort-storm", "--regression", "nope"}, `unknown regression "nope"`},
 		{"scenario with an unknown key", []string{"run", bad}, "engin"},
 		{"unknown scenario", []string{"run", "no-such-preset"}, "no-such-preset"},

@@ -2,8 +2,9 @@
 // state machines: prefill (scheduler, bootstrap loop, transfer workers) and
 // decode (prealloc, transfer, running, receivers) for all their TP ranks,
 // the KVPoll status table with SGLang's merge rules, the control-message
-// codec, and the known regressions, each switched on where the upstream bug
-// lived.
+// codec of each wire dialect (wire.go: one table for NIXL, one for
+// Mooncake; the state machine is the same for both), and the known
+// regressions, each switched on where the upstream bug lived.
 //
 // Nothing here starts a goroutine, opens a socket, reads the clock or draws a
 // random number: every method takes the time, and each SGLang thread is an

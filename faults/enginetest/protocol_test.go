@@ -6,12 +6,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/protocol"
 	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
 )
+
+// forEachWire runs a protocol-fault test once per wire dialect, each on
+// its own cluster, one after the other.
+func forEachWire(t *testing.T, test func(*testing.T, contract.Wire)) {
+	t.Helper()
+	for _, w := range contract.Wires() {
+		t.Run(string(w), func(t *testing.T) { test(t, w) })
+	}
+}
+
+// knownOnly fails when the proxy met a message it could not classify: on
+// the bundled engine every message of every dialect has a known layout.
+func knownOnly(t *testing.T, ev faults.Evidence) {
+	t.Helper()
+	if n, ok := ev.Counters["unknown"]; !ok || n != 0 {
+		t.Errorf("evidence shows unknown=%d (present %v), want 0: %+v", n, ok, ev.Counters)
+	}
+}
 
 // heldRoom waits until prefill holds exactly one room and returns it.
 func heldRoom(t *testing.T, c *engine.Cluster) uint64 {
@@ -38,7 +58,11 @@ func heldRoom(t *testing.T, c *engine.Cluster) uint64 {
 // engine still clears every room, well before its deadlines could.
 func TestProtocolAbortBeforeMetadata(t *testing.T) {
 	testkit.NoLeaks(t)
-	c := testcluster.Start(t, shortDeadlines(engine.Config{PrefillTokensPerSec: 200}))
+	forEachWire(t, testAbortBeforeMetadata)
+}
+
+func testAbortBeforeMetadata(t *testing.T, w contract.Wire) {
+	c := testcluster.Start(t, shortDeadlines(engine.Config{Wire: w, PrefillTokensPerSec: 200}))
 	f := &protocol.AbortBeforeMetadata{Link: "control/0"}
 	heal := inject(t, c, f)
 
@@ -82,9 +106,10 @@ func TestProtocolAbortBeforeMetadata(t *testing.T) {
 		return fmt.Errorf("room %d: no record with the ABORT before the metadata: %v", room, seen)
 	})
 	ev := f.Evidence()
-	if !ev.Effective || ev.Counters["reordered"] < 1 || ev.Counters["seen_abort"] < 1 {
+	if !ev.Effective || ev.Counters["reordered"] < 1 || ev.Counters["seen_abort"] < 1 || ev.Counters["seen_metadata"] < 1 {
 		t.Errorf("evidence does not show the reorder: %+v", ev)
 	}
+	knownOnly(t, ev)
 	// The fixed engine ends every room cleared, on both sides.
 	testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
 	for _, base := range c.EngineURLs() {
@@ -101,7 +126,11 @@ func TestProtocolAbortBeforeMetadata(t *testing.T) {
 // and change nothing else.
 func TestProtocolDelayMessages(t *testing.T) {
 	testkit.NoLeaks(t)
-	c := testcluster.Start(t, engine.Config{})
+	forEachWire(t, testDelayMessages)
+}
+
+func testDelayMessages(t *testing.T, w contract.Wire) {
+	c := testcluster.Start(t, engine.Config{Wire: w})
 	const delay = 250 * time.Millisecond
 	f := &protocol.DelayMessages{Link: "control/0", Kinds: []protocol.Kind{protocol.KindRegistration, protocol.KindMetadata}, Min: delay, Max: delay}
 	heal := inject(t, c, f)
@@ -116,9 +145,10 @@ func TestProtocolDelayMessages(t *testing.T) {
 	}
 	mustHeal(t, f, heal)
 	ev := f.Evidence()
-	if !ev.Effective || ev.Counters["delayed"] < 2 || ev.Counters["seen_metadata"] < 2 {
-		t.Errorf("evidence: want >= 2 metadata delayed: %+v", ev)
+	if !ev.Effective || ev.Counters["delayed"] < 3 || ev.Counters["seen_metadata"] < 2 || ev.Counters["seen_registration"] < 1 {
+		t.Errorf("evidence: want the registration and >= 2 metadata delayed: %+v", ev)
 	}
+	knownOnly(t, ev)
 	t.Logf("evidence %+v", ev.Counters)
 	healthyAfter(t, c, 10*time.Second)
 }
@@ -129,7 +159,11 @@ func TestProtocolDelayMessages(t *testing.T) {
 // the pages after the ack timeout.
 func TestProtocolDropAbort(t *testing.T) {
 	testkit.NoLeaks(t)
-	c := testcluster.Start(t, shortDeadlines(engine.Config{PrefillTokensPerSec: 200}))
+	forEachWire(t, testDropAbort)
+}
+
+func testDropAbort(t *testing.T, w contract.Wire) {
+	c := testcluster.Start(t, shortDeadlines(engine.Config{Wire: w, PrefillTokensPerSec: 200}))
 	f := &protocol.Drop{Link: "control/0", Kinds: []protocol.Kind{protocol.KindAbort}}
 	heal := inject(t, c, f)
 
@@ -161,16 +195,22 @@ func TestProtocolDropAbort(t *testing.T) {
 		}
 	}
 	mustHeal(t, f, heal)
-	if ev := f.Evidence(); !ev.Effective {
+	ev := f.Evidence()
+	if !ev.Effective || ev.Counters["seen_abort"] < 1 {
 		t.Errorf("evidence: %+v", ev)
 	}
+	knownOnly(t, ev)
 	healthyAfter(t, c, 10*time.Second)
 }
 
 // Duplicated metadata is harmless: answers stay exact, nothing leaks.
 func TestProtocolDuplicateMetadata(t *testing.T) {
 	testkit.NoLeaks(t)
-	c := testcluster.Start(t, engine.Config{})
+	forEachWire(t, testDuplicateMetadata)
+}
+
+func testDuplicateMetadata(t *testing.T, w contract.Wire) {
+	c := testcluster.Start(t, engine.Config{Wire: w})
 	f := &protocol.Duplicate{Link: "control/0", Kinds: []protocol.Kind{protocol.KindMetadata}}
 	heal := inject(t, c, f)
 	for i := range 3 {
@@ -185,8 +225,46 @@ func TestProtocolDuplicateMetadata(t *testing.T) {
 	}
 	testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
 	mustHeal(t, f, heal)
-	if ev := f.Evidence(); !ev.Effective || ev.Counters["duplicated"] < 3 {
+	ev := f.Evidence()
+	if !ev.Effective || ev.Counters["duplicated"] < 3 {
 		t.Errorf("evidence: want >= 3 duplicated: %+v", ev)
 	}
+	knownOnly(t, ev)
 	healthyAfter(t, c, 10*time.Second)
+}
+
+// The notify link carries prefill's ABORT_ACK and failure status in each
+// dialect's layout; the proxy knows both. A duplicated ACK is harmless.
+func TestProtocolNotifyLink(t *testing.T) {
+	testkit.NoLeaks(t)
+	forEachWire(t, func(t *testing.T, w contract.Wire) {
+		c := testcluster.Start(t, shortDeadlines(engine.Config{Wire: w, PrefillTokensPerSec: 200}))
+		f := &protocol.Duplicate{Link: "notify/0", Kinds: []protocol.Kind{protocol.KindAck, protocol.KindStatus}}
+		heal := inject(t, c, f)
+		res, cancel := testkit.Async(t, func(ctx context.Context) testkit.ChatResult {
+			return testkit.Chat(ctx, c.Endpoint(), prompt("notify"), 50)
+		})
+		room := heldRoom(t, c)
+		cancel()
+		testkit.Recv(t, res, 10*time.Second)
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if ev := f.Evidence(); ev.Counters["seen_ack"] < 1 || ev.Counters["duplicated"] < 1 {
+				return fmt.Errorf("no ABORT_ACK duplicated yet: %+v", ev.Counters)
+			}
+			return nil
+		})
+		testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
+		rec, _, err := testkit.RoomOn(t.Context(), c.EngineURLs()[1], room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eventIndex(rec, "abort-ack") < 0 || eventIndex(rec, "ack-timeout") >= 0 {
+			t.Errorf("decode room %d: want pages freed on the ABORT_ACK: %v", room, eventKinds(rec))
+		}
+		mustHeal(t, f, heal)
+		ev := f.Evidence()
+		knownOnly(t, ev)
+		t.Logf("evidence %+v", ev.Counters)
+		healthyAfter(t, c, 10*time.Second)
+	})
 }

@@ -243,3 +243,28 @@ func TestRouteRewriter(t *testing.T) {
 		t.Fatalf("unmapped answer rewritten: %s", got)
 	}
 }
+
+// A message of unknown layout escapes no fault silently: an all-kinds Drop
+// lets it through untouched, and the evidence counts it as "unknown".
+func TestUnknownPassesAndIsCounted(t *testing.T) {
+	pull, tgt := pair(t)
+	f := &Drop{Link: "control/0"}
+	heal := inject(t, f, tgt)
+	push := dialT(t, tgt.viaAddr())
+	send(t, push, msg("junk", "x"), abort("3"), msg("junk", "y"))
+	got := recvN(t, pull, 2)
+	if first(got[0]) != "junk/x" || first(got[1]) != "junk/y" {
+		t.Fatalf("unknown messages not relayed: %s, %s", first(got[0]), first(got[1]))
+	}
+	ev := f.Evidence()
+	if ev.Counters["unknown"] != 2 || ev.Counters["dropped"] != 1 || ev.Counters["seen_abort"] != 1 {
+		t.Fatalf("evidence %+v, want 2 unknown passed and the ABORT dropped", ev.Counters)
+	}
+	fresh := &Drop{Link: "control/0", Kinds: []Kind{KindMetadata}}
+	if ev := fresh.Evidence(); ev.Counters["unknown"] != 0 || ev.Effective {
+		t.Fatalf("fresh evidence %+v, want unknown=0 shown", ev)
+	}
+	if err := heal(testkit.Context(t)); err != nil {
+		t.Fatal(err)
+	}
+}
