@@ -171,6 +171,16 @@ func testDropAbort(t *testing.T, w contract.Wire) {
 		return testkit.Chat(ctx, c.Endpoint(), prompt("drop"), 50)
 	})
 	room := heldRoom(t, c)
+	// Cancel only once decode has sent the room's metadata through the
+	// proxy: a client that leaves before decode has even bootstrapped has
+	// no ABORT to send (prefill holding the room says nothing about that,
+	// and under load decode's first connection can come late).
+	testkit.Eventually(t, 10*time.Second, func() error {
+		if ev := f.Evidence(); ev.Counters["seen_metadata"] < 1 {
+			return fmt.Errorf("decode's metadata not through the proxy yet: %+v", ev.Counters)
+		}
+		return nil
+	})
 	cancel()
 	testkit.Recv(t, res, 10*time.Second)
 	testkit.Eventually(t, 10*time.Second, func() error {
