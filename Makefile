@@ -55,7 +55,7 @@ repro: build
 	$(BIN) repro $(BUNDLE)
 
 ## repro-REGRESSION: catch rate of a known regression over SEEDS seeds (default 20),
-## e.g. make repro-free-before-ack SEEDS=20 (GATE.md asks for at least 19 of 20)
+## e.g. make repro-free-before-ack SEEDS=20 (the gate wants at least 19 of 20 for a probabilistic catch)
 repro-%: build
 	RESULTS_DIR=$(RESULTS_DIR) bash scripts/catch-rate.sh $* $(or $(SEEDS),20)
 

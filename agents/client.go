@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,6 +15,7 @@ import (
 	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/sse"
 )
 
 // causeError values are context cancellation causes: the first cause wins,
@@ -195,38 +195,19 @@ type stream struct {
 	maxGap      time.Duration
 }
 
-const (
-	dataPrefix = "data:"
-	doneMarker = "[DONE]"
-)
-
 // read consumes SSE events until [DONE] (nil), an error event, a truncated
 // stream, or cancelAfter tokens (then it cancels with causeCancel).
 func (st *stream) read(body io.Reader, cancelAfter int, cancel context.CancelCauseFunc) error {
-	br := bufio.NewReaderSize(body, 4096)
-	var long []byte
+	events := sse.NewReader(body, 0)
 	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, line...)
-			continue
-		}
-		if long != nil {
-			line, long = append(long, line...), nil
-		}
-		if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
-			if errors.Is(err, io.EOF) {
-				return errors.New("truncated stream: ended without [DONE]")
-			}
-			return fmt.Errorf("read stream: %w", err)
-		}
-		payload, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte(dataPrefix))
-		if !ok {
-			continue // blank separator, comment, event: or id: field
-		}
-		payload = bytes.TrimSpace(payload)
-		if string(payload) == doneMarker {
+		payload, err := events.Next()
+		switch {
+		case err == io.EOF:
 			return nil
+		case errors.Is(err, sse.ErrTruncated):
+			return errors.New("truncated stream: ended without [DONE]")
+		case err != nil:
+			return fmt.Errorf("read stream: %w", err)
 		}
 		var ch chunk
 		if jerr := json.Unmarshal(payload, &ch); jerr != nil {
@@ -246,9 +227,6 @@ func (st *stream) read(body io.Reader, cancelAfter int, cancel context.CancelCau
 		if cancelAfter > 0 && st.tokens >= cancelAfter {
 			cancel(causeCancel)
 			return causeCancel
-		}
-		if err != nil {
-			return errors.New("truncated stream: ended without [DONE]")
 		}
 	}
 }

@@ -13,6 +13,7 @@
 // run independently of timing.
 //
 // The package talks to any OpenAI-compatible endpoint over HTTP. It may import
-// engine/model (to compute expected answers) but must not import harness/,
-// suites/ or Ginkgo: the harness composes it, not the other way round.
+// engine/model (to compute expected answers) and contract, but must not
+// import the engine runtime, faults/, harness/, suites/ or Ginkgo: the
+// harness composes it, not the other way round.
 package agents

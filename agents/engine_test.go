@@ -6,29 +6,22 @@ package agents_test
 // both engines terminal and cleared with every queue gauge back to zero.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/pdchaos/pdchaos/agents"
 	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
-	"github.com/pdchaos/pdchaos/engine/clustertest"
 	"github.com/pdchaos/pdchaos/engine/model"
-	"github.com/pdchaos/pdchaos/engine/observe"
+	"github.com/pdchaos/pdchaos/internal/testkit"
+	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
 )
 
 // engineConfig is a realistic-enough engine for the presets on 2 cores under
@@ -44,15 +37,6 @@ var engineConfig = engine.Config{DecodeTokensPerSec: 150, PrefillTokensPerSec: 2
 // (bootstrap, inflight, waiting) and 5s (ACK), so a room that needed one of
 // them still fits.
 const drainDeadline = 20 * time.Second
-
-// noLeaks must be the first Cleanup of a test so that it runs last, after
-// the swarm, the cluster and every client transport are closed.
-func noLeaks(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-}
-
-func startEngine(t *testing.T, cfg engine.Config) *engine.Cluster { return clustertest.Start(t, cfg) }
 
 // outcomes is a Sink that keeps every outcome.
 type outcomes struct {
@@ -105,41 +89,21 @@ func waitStopped(t *testing.T, s *agents.Swarm, limit time.Duration) {
 	}
 }
 
-// eventually polls cond until it returns nil, failing with its last error
-// after timeout; it returns how long that took and cond's first error (what
-// was still pending when the wait began).
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) (time.Duration, error) {
-	t.Helper()
-	start := time.Now()
-	tick := time.NewTicker(25 * time.Millisecond)
-	defer tick.Stop()
-	var first error
-	for {
-		err := cond()
-		if err == nil {
-			return time.Since(start), first
-		}
-		if first == nil {
-			first = err
-		}
-		if time.Since(start) > timeout {
-			t.Fatalf("%s: not within %v: %v", what, timeout, err)
-		}
-		<-tick.C
-	}
-}
-
 // drain waits for the engine to drain and logs what it was waiting for
 // when that took longer than a second (in practice: rooms only an engine
 // deadline releases, see logRooms).
 func drain(t *testing.T, c *engine.Cluster) time.Duration {
 	t.Helper()
-	took, pending := eventually(t, drainDeadline, "engine drains after the swarm stops",
-		func() error { return drained(t.Context(), c) })
-	if took > time.Second {
-		t.Logf("drain took %v; pending when the swarm stopped: %v", took.Round(time.Millisecond), pending)
+	w := testkit.Eventually(t, drainDeadline, func() error {
+		if err := testkit.Drained(t.Context(), c); err != nil {
+			return fmt.Errorf("engine drains after the swarm stops: %w", err)
+		}
+		return nil
+	})
+	if w.Took > time.Second {
+		t.Logf("drain took %v; pending when the swarm stopped: %v", w.Took.Round(time.Millisecond), w.First)
 	}
-	return took
+	return w.Took
 }
 
 // accounting asserts every request has exactly one outcome and that the
@@ -264,12 +228,6 @@ func latencies(outs []outcome.Outcome) (p50TTFT, p99TTFT, meanITL time.Duration)
 
 // --- engine observation -------------------------------------------------
 
-func getJSON(ctx context.Context, url string, v any) error { return observe.GetJSON(ctx, url, v) }
-
-// drained returns nil once every slot gauge on every engine is 0 and no
-// engine holds a room.
-func drained(ctx context.Context, c *engine.Cluster) error { return observe.Drained(ctx, c) }
-
 // roomSummary is what /debug/rooms says about one engine after drain.
 type roomSummary struct {
 	role    string
@@ -300,8 +258,8 @@ func roomsTerminal(t *testing.T, c *engine.Cluster) []roomSummary {
 	t.Helper()
 	var out []roomSummary
 	for _, base := range c.EngineURLs() {
-		var r contract.RoomsResponse
-		if err := getJSON(t.Context(), base+contract.PathDebugRooms, &r); err != nil {
+		r, err := testkit.Rooms(t.Context(), base)
+		if err != nil {
 			t.Fatalf("debug rooms: %v", err)
 		}
 		if len(r.Held) > 0 {
@@ -376,68 +334,21 @@ func logRooms(t *testing.T, sums []roomSummary, outs []outcome.Outcome) {
 // checks the answer is exactly the model's.
 func freshAnswer(t *testing.T, c *engine.Cluster) {
 	t.Helper()
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
 	msgs := []model.Message{
 		{Role: "system", Content: agents.SystemPrompt(99, 500)},
 		{Role: "user", Content: "after the storm: list the files in the repository and run the tests"},
 	}
 	const maxTokens = 24
-	body, _ := json.Marshal(map[string]any{"model": "pdchaos", "stream": true, "max_tokens": maxTokens, "messages": msgs})
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.Endpoint()+contract.PathChatCompletions, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("fresh request: %v", err)
+	r := testkit.Chat(ctx, c.Endpoint(), msgs, maxTokens)
+	if r.Err != nil {
+		t.Fatalf("fresh request: %v", r.Err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("fresh request: status %d: %s", resp.StatusCode, b)
+	if want := model.ExpectedChat(msgs, maxTokens); r.Text != want {
+		t.Fatalf("fresh request answer:\n got %q\nwant %q", r.Text, want)
 	}
-	var got strings.Builder
-	done := false
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data:")
-		if !ok {
-			continue
-		}
-		data = strings.TrimSpace(data)
-		if data == "[DONE]" {
-			done = true
-			break
-		}
-		var ch struct {
-			Choices []struct {
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-			} `json:"choices"`
-			Error *struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal([]byte(data), &ch); err != nil {
-			t.Fatalf("fresh request: bad event %q: %v", data, err)
-		}
-		if ch.Error != nil {
-			t.Fatalf("fresh request: error event: %s", ch.Error.Message)
-		}
-		for _, c := range ch.Choices {
-			got.WriteString(c.Delta.Content)
-		}
-	}
-	if err := sc.Err(); err != nil || !done {
-		t.Fatalf("fresh request: stream ended without [DONE] (err %v)", err)
-	}
-	if want := model.ExpectedChat(msgs, maxTokens); got.String() != want {
-		t.Fatalf("fresh request answer:\n got %q\nwant %q", got.String(), want)
-	}
-	t.Logf("fresh request after drain: %d-token answer exact (room %s)", maxTokens, resp.Header.Get(contract.RoomHeader))
+	t.Logf("fresh request after drain: %d-token answer exact (room %d)", maxTokens, r.Room)
 }
 
 // --- the tests ------------------------------------------------------------
@@ -447,7 +358,7 @@ func freshAnswer(t *testing.T, c *engine.Cluster) {
 // restarts; every request has exactly one outcome, the totals add up, every
 // answer is the model's, and the engine drains afterwards.
 func TestOpenCode30AgainstEngine(t *testing.T) {
-	noLeaks(t)
+	testkit.NoLeaks(t)
 	o, err := agents.Preset(agents.PresetOpenCode30)
 	if err != nil {
 		t.Fatal(err)
@@ -459,7 +370,7 @@ func TestOpenCode30AgainstEngine(t *testing.T) {
 		// so the 10s run still sees every kind of event.
 		o = o.Scaled(1.0 / 3)
 	}
-	c := startEngine(t, engineConfig)
+	c := testcluster.Start(t, engineConfig)
 	rec := &outcomes{}
 	const seed = 30
 	start := time.Now()
@@ -501,14 +412,14 @@ func TestOpenCode30AgainstEngine(t *testing.T) {
 // after drain every room on both engines is terminal and cleared, every
 // queue gauge is 0 and a fresh request gets the model's exact answer.
 func TestBurst80KillAllAgainstEngine(t *testing.T) {
-	noLeaks(t)
+	testkit.NoLeaks(t)
 	o, err := agents.Preset(agents.PresetBurst80)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const seed = 80
 	killAt := agents.KillAllTimes(seed, o, 1)[0] // the preset's first kill-all: 5s in
-	c := startEngine(t, engineConfig)
+	c := testcluster.Start(t, engineConfig)
 	rec := &outcomes{}
 	start := time.Now()
 	s := startSwarm(t, c, seed, o, rec) // Duration 0: runs until Stop
@@ -518,13 +429,12 @@ func TestBurst80KillAllAgainstEngine(t *testing.T) {
 		t.Fatal("swarm stopped before it was ready")
 	}
 	inFlightAtReady := s.Stats().InFlight
-	_, _ = eventually(t, killAt+10*time.Second, "the preset's kill-all fires",
-		func() error {
-			if s.Stats().KillAlls == 0 {
-				return fmt.Errorf("no kill-all yet, stats %+v", s.Stats())
-			}
-			return nil
-		})
+	testkit.Eventually(t, killAt+10*time.Second, func() error {
+		if s.Stats().KillAlls == 0 {
+			return fmt.Errorf("the preset's kill-all has not fired yet, stats %+v", s.Stats())
+		}
+		return nil
+	})
 	killedAfter := time.Since(start)
 	s.Stop() // right behind the cascade: no further load
 	waitStopped(t, s, 10*time.Second)

@@ -9,15 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/pdchaos/pdchaos/agents/internal/fakeserver"
 	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
 func TestOpenLoop(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testkit.NoLeaks(t)
 	srv := fakeserver.New(fakeserver.Options{TokenDelay: time.Millisecond})
 	defer srv.Close()
 	srv.SetCorruptEvery(10)
@@ -51,7 +50,7 @@ func TestOpenLoop(t *testing.T) {
 }
 
 func TestOpenLoopStopsOnContext(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testkit.NoLeaks(t)
 	srv := fakeserver.New(fakeserver.Options{})
 	defer srv.Close()
 	srv.SetHang(true)
@@ -84,7 +83,7 @@ func TestOpenLoopStopsOnContext(t *testing.T) {
 // TestRequestEndings drives one request against servers that misbehave in
 // each way the protocol allows and checks the outcome it gets.
 func TestRequestEndings(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testkit.NoLeaks(t)
 	chunk := func(s string) string {
 		return fmt.Sprintf(`data: {"choices":[{"index":0,"delta":{"content":%q},"finish_reason":null}]}`+"\n\n", s)
 	}
@@ -108,6 +107,14 @@ func TestRequestEndings(t *testing.T) {
 		{"truncated", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, chunk("a"))
 		}, outcome.KindError, 200, "truncated stream"},
+		{"last event without its blank line", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, strings.TrimSuffix(chunk("a"), "\n"))
+		}, outcome.KindError, 200, "truncated stream: ended without [DONE]"},
+		{"connection cut", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, chunk("a"))
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler) // the server drops the connection mid-body
+		}, outcome.KindError, 200, "read stream: unexpected EOF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.handler)

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/pdchaos/pdchaos/agents/internal/fakeserver"
 	"github.com/pdchaos/pdchaos/agents/outcome"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
 // recorder is a test Sink that keeps every outcome and every decision.
@@ -82,7 +81,7 @@ func checkAccounting(t *testing.T, s *Swarm, outs []outcome.Outcome) {
 }
 
 func TestSwarmOpenCode30(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testkit.NoLeaks(t)
 	srv := fakeserver.New(fakeserver.Options{TokenDelay: time.Millisecond, FirstTokenDelay: 20 * time.Millisecond})
 	defer srv.Close()
 
@@ -131,7 +130,7 @@ func TestSwarmOpenCode30(t *testing.T) {
 }
 
 func TestSwarmHangingServer(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testkit.NoLeaks(t)
 	srv := fakeserver.New(fakeserver.Options{})
 	defer srv.Close()
 	srv.SetHang(true)
@@ -172,7 +171,7 @@ func TestSwarmHangingServer(t *testing.T) {
 }
 
 func TestSwarmIntegrityViolation(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testkit.NoLeaks(t)
 	srv := fakeserver.New(fakeserver.Options{})
 	defer srv.Close()
 	srv.SetCorruptEvery(3)
@@ -199,7 +198,7 @@ func TestSwarmIntegrityViolation(t *testing.T) {
 }
 
 func TestSwarmKillAll(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testkit.NoLeaks(t)
 	srv := fakeserver.New(fakeserver.Options{TokenDelay: 5 * time.Millisecond})
 	defer srv.Close()
 

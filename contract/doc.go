@@ -4,7 +4,8 @@
 // names with the lists a wedge is judged by, room records and states as
 // /debug/rooms reports them, the /generate types, the router's headers and
 // every endpoint path, the known regressions with the scenario and checker
-// that catch each, and ErrUnsupported.
+// that catch each, the wire dialects of the control messages (Wire), and
+// ErrUnsupported.
 //
 // It is a leaf: contract imports only the standard library, so a fault
 // injector or a checker can name an engine concept without pulling in the

@@ -38,6 +38,11 @@ type Config struct {
 	AckTimeout       time.Duration `yaml:"ack_timeout" json:"ack_timeout"`
 	// Regressions switches known upstream races back on, by name.
 	Regressions []string `yaml:"regressions" json:"regressions"`
+	// Wire is the dialect of the decode↔prefill control messages:
+	// "nixl" (default: guard frame first on registration and TransferInfo)
+	// or "mooncake" (no guard: "None" or the room first). Prefill and decode
+	// must run with the same one.
+	Wire contract.Wire `yaml:"wire" json:"wire"`
 	// Host is where every role listens; default 127.0.0.1.
 	Host string `yaml:"host" json:"host"`
 	// Seed drives the router's room choice; 0 picks 1.
@@ -99,6 +104,11 @@ func (c Config) withDefaults() (Config, contract.Regressions, error) {
 	if c.CheckInterval <= 0 {
 		c.CheckInterval = 5 * time.Millisecond
 	}
+	w, err := contract.ParseWire(string(c.Wire))
+	if err != nil {
+		return c, nil, fmt.Errorf("engine config: wire: %w", err)
+	}
+	c.Wire = w
 	reg, err := contract.ParseRegressions(c.Regressions)
 	if err != nil {
 		return c, nil, fmt.Errorf("engine config: %w", err)

@@ -38,6 +38,7 @@ type Decode struct {
 	routes  map[string][]string // bootstrap addr -> control addr per rank
 	hello   map[string][][]byte // control addr -> registration frames
 
+	wire    core.Dialect
 	wake    chan struct{}
 	control *pushPool
 	client  *http.Client
@@ -97,9 +98,14 @@ func startDecode(ctx context.Context, cfg Config, addrs DecodeAddrs, links *link
 		return nil, fmt.Errorf("start decode http: %w", err)
 	}
 	var agents []core.DecodeAgent
-	// The agent name changes with every process, like a NIXL agent's memory
-	// registration: a restarted decode refuses writes meant for its
-	// predecessor's pages instead of letting them land in its own.
+	wire, err := core.NewDialect(cfg.Wire)
+	if err != nil {
+		return nil, fmt.Errorf("start decode: %w", err)
+	}
+	// On NIXL the agent name changes with every process, like a NIXL
+	// agent's memory registration: a restarted decode refuses writes meant
+	// for its predecessor's pages instead of letting them land in its own.
+	// Mooncake names the KV endpoint instead (session_id "ip:port").
 	incarnation := time.Now().UnixNano()
 	for r := range cfg.TP {
 		pick := func(l []string) string {
@@ -120,10 +126,12 @@ func startDecode(ctx context.Context, cfg Config, addrs DecodeAddrs, links *link
 		d.kvLns = append(d.kvLns, ln)
 		host, port, _ := net.SplitHostPort(pull.Addr())
 		pn, _ := strconv.Atoi(port)
-		agents = append(agents, core.DecodeAgent{IP: host, NotifyPort: pn, Name: fmt.Sprintf("decode-%s-%d-%x", port, r, incarnation)})
+		unique := fmt.Sprintf("decode-%s-%d-%x", port, r, incarnation)
+		agents = append(agents, core.DecodeAgent{IP: host, NotifyPort: pn, Name: wire.AgentName(unique, ln.Addr().String())})
 	}
 	d.core = core.NewDecode(core.DecodeConfig{Ranks: cfg.TP, PageSize: cfg.PageSize, Pages: cfg.Pages,
-		WaitingTimeout: cfg.WaitingTimeout, AckTimeout: cfg.AckTimeout, Agents: agents, Regressions: reg}, d.hist)
+		WaitingTimeout: cfg.WaitingTimeout, AckTimeout: cfg.AckTimeout, Agents: agents, Regressions: reg, Wire: cfg.Wire}, d.hist)
+	d.wire = wire
 	d.httpSrv = &http.Server{Handler: d.routesHandler(), ReadHeaderTimeout: 10 * time.Second}
 	d.wg.Add(2)
 	go func() { defer d.wg.Done(); _ = d.httpSrv.Serve(d.httpLn) }()
@@ -367,8 +375,8 @@ func (d *Decode) resolve(ctx context.Context, bootstrap string) error {
 	defer d.mu.Unlock()
 	for r, a := range addrs {
 		ag := cfg.Agents[r]
-		d.hello[a] = core.Registration{DecodeIP: ag.IP, DecodePort: ag.NotifyPort, AgentName: ag.Name,
-			KVAddr: d.kvLns[r].Addr().String(), DecodeTP: cfg.Ranks, DecodeRank: r, DstNumSlots: 1024}.Frames()
+		d.hello[a] = d.wire.Registration(core.Registration{DecodeIP: ag.IP, DecodePort: ag.NotifyPort, AgentName: ag.Name,
+			KVAddr: d.kvLns[r].Addr().String(), DecodeTP: cfg.Ranks, DecodeRank: r, DstNumSlots: 1024})
 	}
 	d.routes[bootstrap] = addrs
 	return nil

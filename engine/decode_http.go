@@ -72,7 +72,7 @@ func (d *Decode) samples() []rankSample {
 		}, counters: map[string]float64{
 			contract.MetricBootstrapFailed: 0, contract.MetricTransferFailed: float64(d.core.TransferFailed),
 			contract.MetricRequests: float64(d.requests.Load()), contract.MetricGenerationTokens: float64(d.tokens.Load()),
-			contract.MetricMalformedControl: 0, contract.MetricForeignWrites: float64(d.core.ForeignWrites), contract.MetricStrayChunks: float64(d.core.StrayChunks),
+			contract.MetricMalformedControl: float64(d.core.Malformed), contract.MetricForeignWrites: float64(d.core.ForeignWrites), contract.MetricStrayChunks: float64(d.core.StrayChunks),
 		}})
 	}
 	return out

@@ -6,9 +6,10 @@
 //
 // The protocol and queue logic are pure state machines in engine/core; this
 // package is the live runtime that drives them with goroutines, sockets and
-// the wall clock. A deterministic simulator can drive the same core from a
-// seeded scheduler and virtual time (see engine/core's doc).
+// the wall clock. What the engine shares with faults, agents and the harness
+// (links, hooks, metric names, room records, /generate types, paths) lives
+// in package contract.
 //
-// engine must not import faults, agents, harness, reports, suites or Ginkgo;
-// those import it.
+// engine must not import faults, agents, harness, suites or Ginkgo; the
+// import test in package contract enforces it.
 package engine

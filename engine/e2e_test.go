@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,6 +17,9 @@ import (
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/internal/testkit"
+	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
+	"github.com/pdchaos/pdchaos/sse"
 )
 
 func prompt(i int) []model.Message {
@@ -28,24 +30,21 @@ func prompt(i int) []model.Message {
 }
 
 func TestConcurrentRequestsAllCorrect(t *testing.T) {
-	noLeaks(t)
-	c := startCluster(t, engine.Config{})
-	tr := &http.Transport{MaxIdleConnsPerHost: 256}
-	client := &http.Client{Transport: tr}
-	defer tr.CloseIdleConnections()
+	testkit.NoLeaks(t)
+	c := testcluster.Start(t, engine.Config{})
 	const n = 200
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for i := range n {
 		wg.Go(func() {
 			msgs := prompt(i)
-			got, err := chat(t.Context(), client, c.Endpoint(), msgs, 12)
-			if err != nil {
-				errs <- fmt.Errorf("request %d: %w", i, err)
+			r := testkit.Chat(t.Context(), c.Endpoint(), msgs, 12)
+			if r.Err != nil {
+				errs <- fmt.Errorf("request %d: %w", i, r.Err)
 				return
 			}
-			if want := model.ExpectedChat(msgs, 12); got != want {
-				errs <- fmt.Errorf("request %d: got %q want %q", i, got, want)
+			if want := model.ExpectedChat(msgs, 12); r.Text != want {
+				errs <- fmt.Errorf("request %d: got %q want %q", i, r.Text, want)
 			}
 		})
 	}
@@ -54,7 +53,7 @@ func TestConcurrentRequestsAllCorrect(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
+	testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
 }
 
 // streamThenCancel starts a streamed chat, reads until it has seen
@@ -77,10 +76,14 @@ func streamThenCancel(t *testing.T, endpoint string, msgs []model.Message, maxTo
 	if err != nil {
 		t.Fatalf("router did not report the room: %v", err)
 	}
-	sc := bufio.NewScanner(resp.Body)
+	events := sse.NewReader(resp.Body, 0)
 	seen := 0
-	for seen < afterTokens && sc.Scan() {
-		if strings.Contains(sc.Text(), `"content":"`) && !strings.Contains(sc.Text(), `"content":""`) {
+	for seen < afterTokens {
+		data, err := events.Next()
+		if err != nil {
+			break
+		}
+		if bytes.Contains(data, []byte(`"content":"`)) && !bytes.Contains(data, []byte(`"content":""`)) {
 			seen++
 		}
 	}
@@ -95,16 +98,17 @@ func streamThenCancel(t *testing.T, endpoint string, msgs []model.Message, maxTo
 func cancelDuringPrefill(t *testing.T, c *engine.Cluster, msgs []model.Message) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = chat(ctx, &http.Client{Transport: tr}, c.Endpoint(), msgs, 50)
+		_ = testkit.Chat(ctx, c.Endpoint(), msgs, 50)
 	}()
 	var room uint64
-	eventually(t, 10*time.Second, func() error {
-		r := rooms(t, c.EngineURLs()[0])
+	testkit.Eventually(t, 10*time.Second, func() error {
+		r, err := testkit.Rooms(t.Context(), c.EngineURLs()[0])
+		if err != nil {
+			return err
+		}
 		if len(r.Held) == 0 {
 			return fmt.Errorf("prefill holds no room yet")
 		}
@@ -138,7 +142,7 @@ func failedThenCleared(r contract.RoomRecord) error {
 }
 
 func TestClientDisconnectClearsBothSides(t *testing.T) {
-	noLeaks(t)
+	testkit.NoLeaks(t)
 	cases := []struct {
 		name        string
 		cfg         engine.Config
@@ -152,17 +156,17 @@ func TestClientDisconnectClearsBothSides(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := startCluster(t, tc.cfg)
+			c := testcluster.Start(t, tc.cfg)
 			var room uint64
 			if tc.prefill == "Failed" {
 				room = cancelDuringPrefill(t, c, prompt(1))
 			} else {
 				room = streamThenCancel(t, c.Endpoint(), prompt(1), 200, tc.afterTokens)
 			}
-			eventually(t, 10*time.Second, func() error {
+			testkit.Eventually(t, 10*time.Second, func() error {
 				for _, base := range c.EngineURLs() {
 					var r contract.RoomsResponse
-					if err := getJSON(t.Context(), base+contract.PathDebugRooms, &r); err != nil {
+					if err := testkit.GetJSON(t.Context(), base+contract.PathDebugRooms, &r); err != nil {
 						return err
 					}
 					rec, ok := findRoom(r.Cleared, room)
@@ -177,19 +181,19 @@ func TestClientDisconnectClearsBothSides(t *testing.T) {
 						return fmt.Errorf("prefill room ended %s, want %s", rec.LastState, tc.prefill)
 					}
 				}
-				return drained(t.Context(), c)
+				return testkit.Drained(t.Context(), c)
 			})
 		})
 	}
 }
 
 func TestMetricsUseSGLangNamesAndLabels(t *testing.T) {
-	c := startCluster(t, engine.Config{TP: 2})
+	c := testcluster.Start(t, engine.Config{TP: 2})
 	names := []string{contract.MetricPrefillBootstrapQueue, contract.MetricPrefillInflightQueue, contract.MetricDecodePreallocQueue,
 		contract.MetricDecodeTransferQueue, contract.MetricRunning, contract.MetricQueue, contract.MetricTokenUsage,
 		contract.MetricBootstrapFailed, contract.MetricTransferFailed}
 	for i, u := range c.MetricsURLs() {
-		fams, err := scrape(t.Context(), u)
+		fams, err := testkit.Scrape(t.Context(), u)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,16 +226,14 @@ func TestMetricsUseSGLangNamesAndLabels(t *testing.T) {
 }
 
 func TestCloseReleasesEverything(t *testing.T) {
-	noLeaks(t)
+	testkit.NoLeaks(t)
 	c, err := engine.StartCluster(t.Context(), engine.Config{TP: 2}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Transport: &http.Transport{}}
-	if _, err := chat(t.Context(), client, c.Endpoint(), prompt(0), 4); err != nil {
+	if err := testkit.Chat(t.Context(), c.Endpoint(), prompt(0), 4).Err; err != nil {
 		t.Fatal(err)
 	}
-	client.CloseIdleConnections()
 	var addrs []string
 	for _, l := range c.Links() {
 		addrs = append(addrs, l.Addr)
@@ -248,30 +250,30 @@ func TestCloseReleasesEverything(t *testing.T) {
 }
 
 func TestDecodeHeartbeatFailsRoomsOfADeadPrefill(t *testing.T) {
-	noLeaks(t)
+	testkit.NoLeaks(t)
 	// A waiting timeout far beyond the test: only the heartbeat can free
 	// decode's slot in time.
-	c := startCluster(t, engine.Config{WaitingTimeout: time.Minute, HeartbeatInterval: 100 * time.Millisecond})
+	c := testcluster.Start(t, engine.Config{WaitingTimeout: time.Minute, HeartbeatInterval: 100 * time.Millisecond})
 	h := hooksOf(t, c)
 	must(t, h.Pause(t.Context(), allWorkers))
 	answer := make(chan error, 1)
-	background(t, func(ctx context.Context) {
-		_, err := generate(ctx, c.Endpoint(), "hb-1", 8008, longPrompt("h"), 4)
+	testkit.Background(t, func(ctx context.Context) {
+		_, err := testkit.Generate(ctx, c.Endpoint(), "hb-1", 8008, longPrompt("h"), 4)
 		answer <- err
 	})
-	eventually(t, 10*time.Second, func() error {
-		return gaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 1)
+	testkit.Eventually(t, 10*time.Second, func() error {
+		return testkit.GaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 1)
 	})
 	must(t, c.Prefill.Close(t.Context()))
-	eventually(t, 10*time.Second, func() error {
-		rec, held, err := roomOn(t.Context(), c.EngineURLs()[1], 8008)
+	testkit.Eventually(t, 10*time.Second, func() error {
+		rec, held, err := testkit.RoomOn(t.Context(), c.EngineURLs()[1], 8008)
 		if err != nil || held {
 			return fmt.Errorf("decode still holds the room (%v)", err)
 		}
 		if !slices.ContainsFunc(rec.Events, func(e contract.Event) bool { return strings.Contains(e.Detail, "lost connection with prefill") }) {
 			return fmt.Errorf("room did not fail through the heartbeat: %+v", rec.Events)
 		}
-		return gaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 0)
+		return testkit.GaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 0)
 	})
 	select {
 	case err := <-answer:

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/pdchaos/pdchaos/gate"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
 func TestGateCreditsHoldTimeAtResume(t *testing.T) {
@@ -14,16 +16,12 @@ func TestGateCreditsHoldTimeAtResume(t *testing.T) {
 	g.Pause()
 	done := make(chan error, 1)
 	go func() { done <- g.Wait(context.Background()) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if held, _ := g.Stats(); held == 1 {
-			break
+	testkit.Eventually(t, 5*time.Second, func() error {
+		if held, _ := g.Stats(); held != 1 {
+			return errors.New("actor never reached the gate")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("actor never reached the gate")
-		}
-		time.Sleep(time.Millisecond) // polling a condition, not synchronising
-	}
+		return nil
+	})
 	start := time.Now()
 	for time.Since(start) < 20*time.Millisecond {
 		time.Sleep(time.Millisecond)

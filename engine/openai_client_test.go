@@ -8,13 +8,15 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/internal/testkit"
+	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
 )
 
 // TestOfficialOpenAIClient talks to the router with OpenAI's own Go SDK,
 // streaming and not, so the wire format is what real clients expect.
 func TestOfficialOpenAIClient(t *testing.T) {
-	noLeaks(t)
-	c := startCluster(t, engine.Config{})
+	testkit.NoLeaks(t)
+	c := testcluster.Start(t, engine.Config{})
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	client := openai.NewClient(option.WithBaseURL(c.Endpoint()+"/v1/"), option.WithAPIKey("unused"),

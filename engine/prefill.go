@@ -78,7 +78,7 @@ func startPrefill(ctx context.Context, cfg Config, addrs PrefillAddrs, links *li
 	hist := core.NewHistory(2000)
 	p := &Prefill{cfg: cfg, log: log.With("role", "prefill"), links: links, hist: hist,
 		core: core.NewPrefill(core.PrefillConfig{Ranks: cfg.TP, Workers: cfg.TransferWorkers, PageSize: cfg.PageSize,
-			ChunkPages: cfg.ChunkPages, BootstrapTimeout: cfg.BootstrapTimeout, InflightTimeout: cfg.InflightTimeout, Regressions: reg}, hist),
+			ChunkPages: cfg.ChunkPages, BootstrapTimeout: cfg.BootstrapTimeout, InflightTimeout: cfg.InflightTimeout, Regressions: reg, Wire: cfg.Wire}, hist),
 		waiters: map[string]chan error{}, wake: make(chan struct{}, 1)}
 	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	p.notify = newPushPool(p.ctx, links, nil)

@@ -16,6 +16,7 @@ import (
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
 // buildCLI builds the pdchaos binary once per test run.
@@ -84,6 +85,45 @@ func TestRolesAsProcesses(t *testing.T) {
 		t.Skip("builds the CLI and starts processes")
 	}
 	bin := buildCLI(t)
+	t.Run("wire mooncake", func(t *testing.T) {
+		// Every role takes the same --wire; the pair then speaks Mooncake.
+		pre := startRole(t, bin, "--role", "prefill", "--wire", "mooncake")
+		var pa engine.PrefillAddrs
+		pre.field(t, "prefill", &pa)
+		dec := startRole(t, bin, "--role", "decode", "--wire", "mooncake")
+		var da engine.DecodeAddrs
+		dec.field(t, "decode", &da)
+		rt := startRole(t, bin, "--role", "router", "--wire", "mooncake", "--prefill-http", pa.HTTP, "--prefill-bootstrap", pa.Bootstrap, "--decode-http", da.HTTP)
+		var endpoint string
+		rt.field(t, "router", &endpoint)
+		msgs := prompt(9)
+		cr := testkit.Chat(t.Context(), endpoint, msgs, 5)
+		must(t, cr.Err)
+		if want, got := model.ExpectedChat(msgs, 5), cr.Text; got != want {
+			t.Fatalf("answer over mooncake: got %q want %q", got, want)
+		}
+		prefillMetrics := "http://" + pa.HTTP + contract.PathMetrics
+		if n, err := testkit.Gauge(t.Context(), prefillMetrics, contract.MetricMalformedControl); err != nil || n != 0 {
+			t.Errorf("prefill refused %v control messages (%v)", n, err)
+		}
+		// A decode left on the default dialect is not understood: the flag
+		// took effect on both roles.
+		nixl := startRole(t, bin, "--role", "decode")
+		var na engine.DecodeAddrs
+		nixl.field(t, "decode", &na)
+		rt2 := startRole(t, bin, "--role", "router", "--prefill-http", pa.HTTP, "--prefill-bootstrap", pa.Bootstrap, "--decode-http", na.HTTP)
+		rt2.field(t, "router", &endpoint)
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		_ = testkit.Chat(ctx, endpoint, prompt(10), 5)
+		testkit.Eventually(t, 10*time.Second, func() error {
+			n, err := testkit.Gauge(t.Context(), prefillMetrics, contract.MetricMalformedControl)
+			if err == nil && n == 0 {
+				err = errors.New("mooncake prefill refused nothing from a nixl decode")
+			}
+			return err
+		})
+	})
 	pre := startRole(t, bin, "--role", "prefill")
 	var pa engine.PrefillAddrs
 	pre.field(t, "prefill", &pa)
@@ -95,11 +135,10 @@ func TestRolesAsProcesses(t *testing.T) {
 	rt.field(t, "router", &endpoint)
 
 	msgs := prompt(3)
-	client := httpClient(t)
-	got, err := chat(t.Context(), client, endpoint, msgs, 6)
-	must(t, err)
-	if want := model.ExpectedChat(msgs, 6); got != want {
-		t.Fatalf("answer through three processes: got %q want %q", got, want)
+	r := testkit.Chat(t.Context(), endpoint, msgs, 6)
+	must(t, r.Err)
+	if want := model.ExpectedChat(msgs, 6); r.Text != want {
+		t.Fatalf("answer through three processes: got %q want %q", r.Text, want)
 	}
 
 	// Kill decode in the middle of a stream: the client must get an error,
@@ -110,12 +149,11 @@ func TestRolesAsProcesses(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		close(started)
-		_, err := chat(ctx, client, endpoint, prompt(4), 400)
-		streamErr <- err
+		streamErr <- testkit.Chat(ctx, endpoint, prompt(4), 400).Err
 	}()
 	<-started
-	eventually(t, 10*time.Second, func() error {
-		return gaugeIs(t.Context(), "http://"+da.HTTP+contract.PathMetrics, contract.MetricRunning, 1)
+	testkit.Eventually(t, 10*time.Second, func() error {
+		return testkit.GaugeIs(t.Context(), "http://"+da.HTTP+contract.PathMetrics, contract.MetricRunning, 1)
 	})
 	must(t, dec.cmd.Process.Signal(syscall.SIGKILL))
 	select {
@@ -132,7 +170,7 @@ func TestRolesAsProcesses(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	_, err = chat(ctx, client, endpoint, prompt(5), 4)
+	err := testkit.Chat(ctx, endpoint, prompt(5), 4).Err
 	if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "502") {
 		t.Fatalf("request after decode died: want a prompt 502, got %v", err)
 	}

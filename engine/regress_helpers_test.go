@@ -14,8 +14,7 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
-	"github.com/pdchaos/pdchaos/engine/clustertest"
-	"github.com/pdchaos/pdchaos/engine/observe"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
 // holdProxy forwards TCP connections to upstream but holds every byte
@@ -32,11 +31,7 @@ type holdProxy struct {
 
 func newHoldProxy(t *testing.T, upstream string) *holdProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &holdProxy{ln: ln, upstream: upstream, release: make(chan struct{})}
+	p := &holdProxy{ln: testkit.Listen(t), upstream: upstream, release: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
@@ -143,22 +138,6 @@ func heldWorker(ctx context.Context, h contract.Hooks) (contract.HookState, erro
 	return contract.HookState{}, fmt.Errorf("no transfer worker holds a chunk yet")
 }
 
-// generate sends SGLang /generate through the router with a chosen rid and
-// room, so a test can aim at a transfer worker (room % workers) and abort
-// the request on one side only.
-func generate(ctx context.Context, endpoint, rid string, room uint64, text string, maxTokens int) (string, error) {
-	return clustertest.Generate(ctx, endpoint, rid, room, text, maxTokens)
-}
-
-// background runs f until the test ends, cancelling its ctx first.
-func background(t *testing.T, f func(ctx context.Context)) (cancel func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); f(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return cancel
-}
-
 func abortOn(t *testing.T, base, rid string) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"rid": rid})
@@ -168,19 +147,4 @@ func abortOn(t *testing.T, base, rid string) {
 	http.DefaultClient.CloseIdleConnections()
 }
 
-func roomOn(ctx context.Context, base string, room uint64) (contract.RoomRecord, bool, error) {
-	return observe.RoomOn(ctx, base, room)
-}
-
 func healthy(ctx context.Context, c *engine.Cluster) error { return c.Health(ctx) }
-
-func gaugeIs(ctx context.Context, url, name string, want float64) error {
-	v, err := gauge(ctx, url, name)
-	if err != nil {
-		return err
-	}
-	if v != want {
-		return fmt.Errorf("%s = %v, want %v", name, v, want)
-	}
-	return nil
-}

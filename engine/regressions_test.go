@@ -11,6 +11,8 @@ import (
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/faults/protocol"
+	"github.com/pdchaos/pdchaos/internal/testkit"
+	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
 )
 
 // Each known regression is driven into its wedge on the in-process cluster,
@@ -41,8 +43,8 @@ func runWedge(t *testing.T, name string, cfg engine.Config, script wedgeScript) 
 			cfg.Regressions = []string{name}
 		}
 		t.Run(label, func(t *testing.T) {
-			noLeaks(t)
-			c := startCluster(t, cfg)
+			testkit.NoLeaks(t)
+			c := testcluster.Start(t, cfg)
 			script(t, c, regressed)
 		})
 	}
@@ -55,8 +57,8 @@ func longPrompt(tag string) string {
 // wedged asserts cond holds for the whole window while /health stays 200.
 func wedged(t *testing.T, c *engine.Cluster, cond func() error) {
 	t.Helper()
-	eventually(t, 10*time.Second, cond)
-	consistently(t, wedgeWindow, func() error {
+	testkit.Eventually(t, 10*time.Second, cond)
+	testkit.Consistently(t, wedgeWindow, func() error {
 		if err := healthy(t.Context(), c); err != nil {
 			return err
 		}
@@ -74,9 +76,9 @@ func TestRegressionAbortBeforeStatus(t *testing.T) {
 		must(t, err)
 		defer restore(context.Background())
 		const room, rid = uint64(1001), "abs-1"
-		background(t, func(ctx context.Context) { _, _ = generate(ctx, c.Endpoint(), rid, room, longPrompt("a"), 8) })
-		eventually(t, 10*time.Second, func() error {
-			rec, held, err := roomOn(t.Context(), prefill, room)
+		testkit.Background(t, func(ctx context.Context) { _, _ = testkit.Generate(ctx, c.Endpoint(), rid, room, longPrompt("a"), 8) })
+		testkit.Eventually(t, 10*time.Second, func() error {
+			rec, held, err := testkit.RoomOn(t.Context(), prefill, room)
 			if err != nil || !held {
 				return fmt.Errorf("metadata not yet at prefill: %v", err)
 			}
@@ -84,8 +86,8 @@ func TestRegressionAbortBeforeStatus(t *testing.T) {
 			return nil
 		})
 		abortOn(t, decode, rid)
-		eventually(t, 10*time.Second, func() error {
-			rec, _, err := roomOn(t.Context(), prefill, room)
+		testkit.Eventually(t, 10*time.Second, func() error {
+			rec, _, err := testkit.RoomOn(t.Context(), prefill, room)
 			if err != nil || !hasEvent(rec, "abort-received") {
 				return fmt.Errorf("ABORT not yet applied at prefill (state %q): %v", rec.State, err)
 			}
@@ -93,14 +95,14 @@ func TestRegressionAbortBeforeStatus(t *testing.T) {
 		})
 		hold.Release()
 		if !regressed {
-			eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
+			testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
 			return
 		}
 		wedged(t, c, func() error {
-			if err := gaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricPrefillBootstrapQueue, 1); err != nil {
+			if err := testkit.GaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricPrefillBootstrapQueue, 1); err != nil {
 				return err
 			}
-			rec, held, err := roomOn(t.Context(), prefill, room)
+			rec, held, err := testkit.RoomOn(t.Context(), prefill, room)
 			if err != nil || !held || rec.State != "Bootstrapping" {
 				return fmt.Errorf("want room %d held Bootstrapping, got held=%v state=%q err=%v", room, held, rec.State, err)
 			}
@@ -115,19 +117,21 @@ func TestRegressionStatusResurrection(t *testing.T) {
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
 		const room = uint64(2002)
-		cancel := background(t, func(ctx context.Context) { _, _ = generate(ctx, c.Endpoint(), "sr-1", room, longPrompt("s"), 8) })
-		eventually(t, 10*time.Second, func() error { _, err := heldWorker(t.Context(), h); return err })
+		cancel := testkit.Background(t, func(ctx context.Context) {
+			_, _ = testkit.Generate(ctx, c.Endpoint(), "sr-1", room, longPrompt("s"), 8)
+		})
+		testkit.Eventually(t, 10*time.Second, func() error { _, err := heldWorker(t.Context(), h); return err })
 		cancel() // the client leaves while a worker holds the room's chunk
-		eventually(t, 10*time.Second, func() error {
-			if _, held, err := roomOn(t.Context(), prefill, room); err != nil || held {
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if _, held, err := testkit.RoomOn(t.Context(), prefill, room); err != nil || held {
 				return fmt.Errorf("prefill has not retired the aborted room yet (held=%v, %v)", held, err)
 			}
 			return nil
 		})
 		must(t, h.Resume(t.Context(), allWorkers))
 		if !regressed {
-			eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
-			rec, _, err := roomOn(t.Context(), prefill, room)
+			testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
+			rec, _, err := testkit.RoomOn(t.Context(), prefill, room)
 			must(t, err)
 			cleared := false
 			for _, e := range rec.Events {
@@ -139,12 +143,12 @@ func TestRegressionStatusResurrection(t *testing.T) {
 			return
 		}
 		wedged(t, c, func() error {
-			rec, held, err := roomOn(t.Context(), prefill, room)
+			rec, held, err := testkit.RoomOn(t.Context(), prefill, room)
 			if err != nil || !held {
 				return fmt.Errorf("want room %d revived after its clear and held for good (held=%v, %v)", room, held, err)
 			}
 			_ = rec
-			return gaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricPrefillInflightQueue, 0)
+			return testkit.GaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricPrefillInflightQueue, 0)
 		})
 	})
 }
@@ -164,21 +168,21 @@ func TestRegressionUnknownRoomWaiting(t *testing.T) {
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
 		const room, rid = uint64(3003), "urw-1"
-		background(t, func(ctx context.Context) { _, _ = generate(ctx, c.Endpoint(), rid, room, longPrompt("u"), 8) })
-		eventually(t, 10*time.Second, func() error { _, err := heldWorker(t.Context(), h); return err })
+		testkit.Background(t, func(ctx context.Context) { _, _ = testkit.Generate(ctx, c.Endpoint(), rid, room, longPrompt("u"), 8) })
+		testkit.Eventually(t, 10*time.Second, func() error { _, err := heldWorker(t.Context(), h); return err })
 		// Decode gives the room up; its ABORT waits at prefill's stalled
 		// bootstrap loop, so the worker's refused write comes first (6.3).
 		must(t, h.Pause(t.Context(), bootstrapLoop))
 		abortOn(t, decode, rid)
-		eventually(t, 10*time.Second, func() error {
-			if _, held, err := roomOn(t.Context(), decode, room); err != nil || held {
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if _, held, err := testkit.RoomOn(t.Context(), decode, room); err != nil || held {
 				return fmt.Errorf("decode has not dropped the room yet")
 			}
 			return nil
 		})
 		must(t, h.Resume(t.Context(), allWorkers))
-		eventually(t, 10*time.Second, func() error {
-			v, err := gauge(t.Context(), decode+contract.PathMetrics, contract.MetricStrayChunks)
+		testkit.Eventually(t, 10*time.Second, func() error {
+			v, err := testkit.Gauge(t.Context(), decode+contract.PathMetrics, contract.MetricStrayChunks)
 			if err != nil || v < 1 {
 				return fmt.Errorf("refused write not yet seen by decode (%v, %v)", v, err)
 			}
@@ -186,11 +190,11 @@ func TestRegressionUnknownRoomWaiting(t *testing.T) {
 		})
 		must(t, h.Resume(t.Context(), bootstrapLoop))
 		if !regressed {
-			eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
+			testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
 			return
 		}
 		wedged(t, c, func() error {
-			return gaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricPrefillInflightQueue, 1)
+			return testkit.GaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricPrefillInflightQueue, 1)
 		})
 	})
 }
@@ -200,25 +204,23 @@ func TestRegressionBootstrapThreadDeath(t *testing.T) {
 		decode := c.EngineURLs()[1]
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
-		background(t, func(ctx context.Context) { _, _ = generate(ctx, c.Endpoint(), "btd-1", 4004, longPrompt("b"), 8) })
-		eventually(t, 10*time.Second, func() error { _, err := heldWorker(t.Context(), h); return err })
+		testkit.Background(t, func(ctx context.Context) {
+			_, _ = testkit.Generate(ctx, c.Endpoint(), "btd-1", 4004, longPrompt("b"), 8)
+		})
+		testkit.Eventually(t, 10*time.Second, func() error { _, err := heldWorker(t.Context(), h); return err })
 		abortOn(t, decode, "btd-1") // decode's unguarded ABORT reaches the bootstrap loop
 		alive := 1.0
 		if regressed {
 			alive = 0
 		}
-		eventually(t, 10*time.Second, func() error {
-			return gaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricBootstrapLoopAlive, alive)
+		testkit.Eventually(t, 10*time.Second, func() error {
+			return testkit.GaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricBootstrapLoopAlive, alive)
 		})
 		must(t, h.Resume(t.Context(), allWorkers))
 		msgs := prompt(7)
 		answer := make(chan error, 1)
-		background(t, func(ctx context.Context) {
-			got, err := chat(ctx, httpClient(t), c.Endpoint(), msgs, 8)
-			if err == nil && got != model.ExpectedChat(msgs, 8) {
-				err = fmt.Errorf("wrong answer %q", got)
-			}
-			answer <- err
+		testkit.Background(t, func(ctx context.Context) {
+			answer <- testkit.ChatExact(ctx, c.Endpoint(), msgs, 8)
 		})
 		if !regressed {
 			select {
@@ -227,11 +229,11 @@ func TestRegressionBootstrapThreadDeath(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("fixed engine: a new request did not complete")
 			}
-			eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
+			testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
 			return
 		}
 		wedged(t, c, func() error {
-			if err := gaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricPrefillBootstrapQueue, 1); err != nil {
+			if err := testkit.GaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricPrefillBootstrapQueue, 1); err != nil {
 				return err
 			}
 			select {
@@ -248,21 +250,23 @@ func TestRegressionDecodeAbortLeak(t *testing.T) {
 	runWedge(t, contract.DecodeAbortLeak, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
-		cancel := background(t, func(ctx context.Context) { _, _ = generate(ctx, c.Endpoint(), "dal-1", 5005, longPrompt("d"), 8) })
-		eventually(t, 10*time.Second, func() error {
-			return gaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 1)
+		cancel := testkit.Background(t, func(ctx context.Context) {
+			_, _ = testkit.Generate(ctx, c.Endpoint(), "dal-1", 5005, longPrompt("d"), 8)
+		})
+		testkit.Eventually(t, 10*time.Second, func() error {
+			return testkit.GaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 1)
 		})
 		cancel() // client leaves while decode waits for KV
-		eventually(t, 10*time.Second, func() error {
-			return gaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricPrefillInflightQueue, 0)
+		testkit.Eventually(t, 10*time.Second, func() error {
+			return testkit.GaugeIs(t.Context(), c.MetricsURLs()[0], contract.MetricPrefillInflightQueue, 0)
 		})
 		must(t, h.Resume(t.Context(), allWorkers))
 		if !regressed {
-			eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
+			testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
 			return
 		}
 		wedged(t, c, func() error {
-			return gaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 1)
+			return testkit.GaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 1)
 		})
 	})
 }
@@ -271,17 +275,18 @@ func TestRegressionRankDesync(t *testing.T) {
 	runWedge(t, contract.RankDesync, engine.Config{TP: 2}, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
-		cancel := background(t, func(ctx context.Context) { _, _ = generate(ctx, c.Endpoint(), "rd-1", 6006, longPrompt("r"), 8) })
-		eventually(t, 10*time.Second, func() error {
-			return gaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 2) // one per rank
+		cancel := testkit.Background(t, func(ctx context.Context) {
+			_, _ = testkit.Generate(ctx, c.Endpoint(), "rd-1", 6006, longPrompt("r"), 8)
+		})
+		testkit.Eventually(t, 10*time.Second, func() error {
+			return testkit.GaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 2) // one per rank
 		})
 		cancel()
 		must(t, h.Resume(t.Context(), allWorkers))
 		answer := make(chan error, 1)
 		msgs := prompt(9)
-		background(t, func(ctx context.Context) {
-			_, err := chat(ctx, httpClient(t), c.Endpoint(), msgs, 8)
-			answer <- err
+		testkit.Background(t, func(ctx context.Context) {
+			answer <- testkit.Chat(ctx, c.Endpoint(), msgs, 8).Err
 		})
 		if !regressed {
 			select {
@@ -290,13 +295,13 @@ func TestRegressionRankDesync(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("fixed engine: a new request did not complete")
 			}
-			eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
+			testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
 			return
 		}
 		wedged(t, c, func() error {
 			// Rank 0 dropped the request, rank 1 still lists it: the
 			// all-reduce never completes and nothing moves again.
-			if err := gaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 1); err != nil {
+			if err := testkit.GaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 1); err != nil {
 				return err
 			}
 			select {
@@ -325,25 +330,25 @@ func TestRegressionFreeBeforeAck(t *testing.T) {
 		// exactly the pages A freed if they were freed early.
 		const roomA, roomB = uint64(7000), uint64(7001)
 		textA, textB := longPrompt("alpha"), longPrompt("omega")
-		background(t, func(ctx context.Context) { _, _ = generate(ctx, c.Endpoint(), "fba-a", roomA, textA, 8) })
-		eventually(t, 10*time.Second, func() error { _, err := heldWorker(t.Context(), h); return err })
+		testkit.Background(t, func(ctx context.Context) { _, _ = testkit.Generate(ctx, c.Endpoint(), "fba-a", roomA, textA, 8) })
+		testkit.Eventually(t, 10*time.Second, func() error { _, err := heldWorker(t.Context(), h); return err })
 		abortOn(t, decode, "fba-a")
-		eventually(t, 10*time.Second, func() error {
-			if _, held, err := roomOn(t.Context(), decode, roomA); err != nil || held {
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if _, held, err := testkit.RoomOn(t.Context(), decode, roomA); err != nil || held {
 				return fmt.Errorf("decode has not dropped A yet")
 			}
 			return nil
 		})
 		answerB := make(chan string, 1)
-		background(t, func(ctx context.Context) {
-			got, err := generate(ctx, c.Endpoint(), "fba-b", roomB, textB, 8)
+		testkit.Background(t, func(ctx context.Context) {
+			got, err := testkit.Generate(ctx, c.Endpoint(), "fba-b", roomB, textB, 8)
 			if err != nil {
 				got = "error: " + err.Error()
 			}
 			answerB <- got
 		})
-		eventually(t, 10*time.Second, func() error {
-			rec, held, err := roomOn(t.Context(), decode, roomB)
+		testkit.Eventually(t, 10*time.Second, func() error {
+			rec, held, err := testkit.RoomOn(t.Context(), decode, roomB)
 			if err != nil || !held || !hasEvent(rec, "metadata-sent") {
 				return fmt.Errorf("B not preallocated yet")
 			}
@@ -351,8 +356,8 @@ func TestRegressionFreeBeforeAck(t *testing.T) {
 		})
 		must(t, h.Pause(t.Context(), decodeSched)) // B may receive but not commit
 		must(t, h.Resume(t.Context(), contract.HookSpec{Hook: contract.HookTransferWorkers, Role: "prefill", Rank: -1, Worker: 1}))
-		eventually(t, 10*time.Second, func() error {
-			rec, _, err := roomOn(t.Context(), decode, roomB)
+		testkit.Eventually(t, 10*time.Second, func() error {
+			rec, _, err := testkit.RoomOn(t.Context(), decode, roomB)
 			if err != nil || rec.State != "Success" {
 				return fmt.Errorf("B's KV not all received yet (%q)", rec.State)
 			}
@@ -360,8 +365,8 @@ func TestRegressionFreeBeforeAck(t *testing.T) {
 		})
 		// A's in-flight write lands now, into whatever its pages became.
 		must(t, h.Resume(t.Context(), contract.HookSpec{Hook: contract.HookTransferWorkers, Role: "prefill", Rank: -1, Worker: 0}))
-		eventually(t, 10*time.Second, func() error {
-			v, err := gauge(t.Context(), decode+contract.PathMetrics, contract.MetricStrayChunks)
+		testkit.Eventually(t, 10*time.Second, func() error {
+			v, err := testkit.Gauge(t.Context(), decode+contract.PathMetrics, contract.MetricStrayChunks)
 			if err != nil || v < 1 {
 				return fmt.Errorf("A's stale write has not landed (%v, %v)", v, err)
 			}
@@ -375,7 +380,7 @@ func TestRegressionFreeBeforeAck(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("B did not finish")
 		}
-		foreign, err := gauge(t.Context(), decode+contract.PathMetrics, contract.MetricForeignWrites)
+		foreign, err := testkit.Gauge(t.Context(), decode+contract.PathMetrics, contract.MetricForeignWrites)
 		must(t, err)
 		if regressed != (foreign > 0) {
 			t.Errorf("%s = %v on the %s engine", contract.MetricForeignWrites, foreign, map[bool]string{true: "regressed", false: "fixed"}[regressed])

@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/sse"
 )
 
 // RouterConfig tells the router where its prefill and decode are.
@@ -213,20 +214,23 @@ func (rt *Router) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// readEvents reads decode's SSE stream, calling fn for each data payload.
+// readEvents reads decode's SSE stream, calling fn for each data payload
+// until fn returns false or [DONE]. A stream that ends cleanly before [DONE]
+// is no error here (the caller judges by what it read); a broken one
+// returns the read error unchanged, e.g. io.ErrUnexpectedEOF.
 func readEvents(body io.Reader, fn func(data []byte) bool) error {
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "data:") {
-			continue
-		}
-		if !fn([]byte(strings.TrimSpace(strings.TrimPrefix(line, "data:")))) {
+	events := sse.NewReader(body, 0)
+	for {
+		data, err := events.Next()
+		switch {
+		case err == io.EOF || errors.Is(err, sse.ErrTruncated):
+			return nil
+		case err != nil:
+			return err
+		case !fn(data):
 			return nil
 		}
 	}
-	return sc.Err()
 }
 
 // chatMessage accepts string content or an array of text parts, as the

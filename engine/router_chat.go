@@ -107,9 +107,6 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		send(first)
 	}
 	err = readEvents(resp.Body, func(data []byte) bool {
-		if string(data) == "[DONE]" {
-			return false
-		}
 		var ev struct {
 			contract.GenerateChunk
 			Error *contract.ErrorDetail `json:"error"`

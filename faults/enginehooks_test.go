@@ -8,14 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/internal/faketarget"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
 
 var (
 	w0    = contract.HookSpec{Hook: contract.HookTransferWorkers, Role: "prefill", Rank: 0, Worker: 0}

@@ -17,7 +17,7 @@ import (
 	"github.com/pdchaos/pdchaos/harness/check"
 )
 
-// Exit codes, as DESIGN.md fixes them.
+// Exit codes: 0 pass, 1 invariant violated, 2 inconclusive, 3 harness error.
 const (
 	ExitPass         = 0
 	ExitViolation    = 1

@@ -110,27 +110,21 @@ func (r *Result) scenarioChecks(t *testing.T) CheckSpec {
 	return sc.Checks
 }
 
-// TestRunCatchesRegressions is must-show 2: with each regression on, the
-// verdict is fail, naming the right checker; where the wedge is a gauge the
-// watchdog flags it during the run, before the drain deadline ends.
+// TestRunCatchesRegressions: with each regression on, its catching scenario
+// (from the catalogue) fails with the catalogue's checker; where the wedge
+// is a gauge the watchdog flags it during the run, before the drain
+// deadline ends.
 // Runs are not parallel: no-leaks compares goroutines before and after a
 // run in this process, so two runs at once would see each other's.
 func TestRunCatchesRegressions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a scenario per regression")
 	}
-	for _, tc := range []struct {
-		regression, scenario, check string
-		wedge                       bool
-	}{
-		{"abort-before-status", "abort-overtakes-metadata", contract.CheckRoomsTerminal, true},
-		{"status-resurrection", "paused-transfer-workers", contract.CheckRoomsTerminal, false},
-		{"unknown-room-waiting", "late-registration", contract.CheckRoomsTerminal, true},
-		{"bootstrap-thread-death", "abort-storm", contract.CheckLiveness, true},
-		{"decode-abort-leak", "abort-storm", contract.CheckSlotsReleased, true},
-		{"rank-desync", "tp2-abort-storm", contract.CheckLiveness, true},
-		{"free-before-ack", "stale-kv-writes", contract.CheckIntegrity, false},
-	} {
+	for _, r := range contract.Catalogue() {
+		tc := struct {
+			regression, scenario, check string
+			wedge                       bool
+		}{r.Name, r.Caught.Scenario, r.Caught.Checker, r.Caught.Wedge}
 		t.Run(tc.regression, func(t *testing.T) {
 			// Catches are races: try a few seeds and require one. The
 			// seeds that missed are logged, so a falling catch rate shows.

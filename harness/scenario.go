@@ -186,6 +186,9 @@ func engineDefaults(c engine.Config) (engine.Config, error) {
 	if _, err := parseRegressions(c.Regressions); err != nil {
 		return c, err
 	}
+	if _, err := contract.ParseWire(string(c.Wire)); err != nil {
+		return c, fmt.Errorf("wire: %w", err)
+	}
 	return c, nil
 }
 

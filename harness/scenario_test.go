@@ -1,29 +1,28 @@
 package harness
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
 // TestPresetsParse: every preset scenario loads, validates and builds its
-// fault schedule; the GATE.md list is present.
+// fault schedule; every preset the regression catalogue names is present.
 func TestPresetsParse(t *testing.T) {
 	t.Parallel()
 	names, err := PresetNames(scenarios.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"abort-storm", "kill-all-cascade", "abort-overtakes-metadata", "late-registration",
-		"paused-transfer-workers", "control-link-reset", "tp2-abort-storm", "decode-restart"} {
-		found := false
-		for _, n := range names {
-			found = found || n == want
-		}
-		if !found {
-			t.Errorf("preset %s missing (have %v)", want, names)
+	// Which presets exist is the embedded folder itself; the ones the
+	// regression catalogue names must be among them.
+	for _, r := range contract.Catalogue() {
+		if !slices.Contains(names, r.Caught.Scenario) {
+			t.Errorf("preset %s (catches %s) missing (have %v)", r.Caught.Scenario, r.Name, names)
 		}
 	}
 	for _, n := range names {
@@ -70,6 +69,8 @@ func TestBadScenario(t *testing.T) {
 		{"missing duration", "name: x\n", []string{"bad.yaml", "duration", "must be > 0"}},
 		{"bad regression", "name: x\nduration: 5s\nengine:\n  regressions: [abort-befor-status]\n",
 			[]string{"bad.yaml:4", "engine", "abort-befor-status", "valid:"}},
+		{"bad wire", "name: x\nduration: 5s\nengine:\n  wire: ucx\n",
+			[]string{"bad.yaml", "engine", "wire", "ucx", "valid: nixl, mooncake"}},
 		{"bad fault kind", "name: x\nduration: 5s\nfaults:\n  - kind: explode\n    for: 1s\n",
 			[]string{"bad.yaml:4", "faults[0].kind", "explode", "valid:"}},
 		{"param of another kind", "name: x\nduration: 5s\nfaults:\n  - kind: sigstop\n    role: decode\n    link: kv/0\n    for: 1s\n",

@@ -8,6 +8,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
 func TestGreetingRoundTripAndMalformed(t *testing.T) {
@@ -178,7 +180,7 @@ func rawPeer(t *testing.T, addr, socketType string) (net.Conn, *bufio.Reader) {
 }
 
 func TestPullAnswersPingAndSurvivesJunk(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	pull := listen(t)
 	// Junk peers: garbage greeting, wrong socket type, bad frame after READY.
 	junk, err := net.Dial("tcp", pull.Addr())
@@ -241,12 +243,8 @@ func rawPeer2(t *testing.T, addr, socketType string) (net.Conn, *bufio.Reader) {
 }
 
 func TestDialRefusesBadPeers(t *testing.T) {
-	ctx := testCtx(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ctx := testkit.Context(t)
+	ln := testkit.Listen(t)
 	replies := [][]byte{
 		[]byte("HTTP/1.1 400 Bad Request\r\n\r\n" + string(make([]byte, 64))),
 		append(NewGreeting().Bytes(), AppendFrame(nil, ReadyFrame(TypePush, nil))...),

@@ -1,26 +1,17 @@
 package zmtp
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// testCtx bounds a whole test so a bug hangs nothing.
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
 
 func listen(t *testing.T) *Pull {
 	t.Helper()
-	p, err := Listen(testCtx(t), "127.0.0.1:0")
+	p, err := Listen(testkit.Context(t), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +21,7 @@ func listen(t *testing.T) *Pull {
 
 func dial(t *testing.T, addr string) *Push {
 	t.Helper()
-	p, err := Dial(testCtx(t), addr)
+	p, err := Dial(testkit.Context(t), addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
 func sameMsg(a, b [][]byte) bool {
@@ -24,7 +26,7 @@ func sameMsg(a, b [][]byte) bool {
 }
 
 func TestRoundTrip(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	pull := listen(t)
 	push := dial(t, "tcp://"+pull.Addr())
 	msgs := [][][]byte{
@@ -53,7 +55,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestLargeFrames(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	pull := listen(t)
 	push := dial(t, pull.Addr())
 	r := rand.New(rand.NewPCG(1, 2))
@@ -75,7 +77,7 @@ func TestLargeFrames(t *testing.T) {
 }
 
 func TestManyPeersInOrder(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	pull := listen(t)
 	const peers, per = 12, 150
 	var wg sync.WaitGroup
@@ -111,7 +113,7 @@ func TestManyPeersInOrder(t *testing.T) {
 }
 
 func TestConcurrentSendersOneSocket(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	pull := listen(t)
 	push := dial(t, pull.Addr())
 	const senders, per = 8, 200
@@ -151,7 +153,7 @@ func TestConcurrentSendersOneSocket(t *testing.T) {
 }
 
 func TestCloseUnblocksRecv(t *testing.T) {
-	pull, err := Listen(testCtx(t), "127.0.0.1:0")
+	pull, err := Listen(testkit.Context(t), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,11 +188,11 @@ func TestRecvContextCancel(t *testing.T) {
 // parked in the Pull and the next cannot be handed over.
 func blockedPush(t *testing.T) (*Pull, *Push) {
 	pull := listen(t)
-	push, err := Dial(testCtx(t), pull.Addr())
+	push, err := Dial(testkit.Context(t), pull.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := push.Send(testCtx(t), [][]byte{[]byte("parked")}); err != nil {
+	if err := push.Send(testkit.Context(t), [][]byte{[]byte("parked")}); err != nil {
 		t.Fatal(err)
 	}
 	return pull, push
@@ -230,7 +232,7 @@ func TestSendContextCancelBreaksConnection(t *testing.T) {
 }
 
 func TestSendFailsWhenPeerGone(t *testing.T) {
-	pull, err := Listen(testCtx(t), "127.0.0.1:0")
+	pull, err := Listen(testkit.Context(t), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +242,7 @@ func TestSendFailsWhenPeerGone(t *testing.T) {
 	}
 	// The reader notices the close; then Send must fail.
 	waitDone(t, push.Dead(), 5*time.Second, "Dead after peer close")
-	if err := push.Send(testCtx(t), [][]byte{[]byte("after close")}); err == nil {
+	if err := push.Send(testkit.Context(t), [][]byte{[]byte("after close")}); err == nil {
 		t.Fatal("Send succeeded after the peer closed")
 	}
 }

@@ -23,7 +23,8 @@ import (
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
-// addCommands registers the harness commands (run, repro, check, soak, watch, faults).
+// addCommands registers the harness commands (run, repro, check, soak,
+// watch, faults reset and faults list).
 func addCommands(root *cobra.Command) {
 	root.AddCommand(newRunCmd(), newReproCmd(), newCheckCmd(), newSoakCmd(), newWatchCmd(), newFaultsCmd())
 }
@@ -123,6 +124,23 @@ func hostOf(u string) string {
 	return u
 }
 
+// scenarioArg is the scenario to run: the argument, or with none the
+// preset that catches the single regression asked for.
+func scenarioArg(args, regressions []string) (string, error) {
+	if len(args) == 1 {
+		return args[0], nil
+	}
+	if len(regressions) != 1 {
+		return "", fmt.Errorf("name a scenario file or preset (or exactly one --regression to run the preset that catches it)")
+	}
+	r, ok := contract.LookupRegression(regressions[0])
+	if !ok {
+		_, err := contract.ParseRegressions(regressions)
+		return "", fmt.Errorf("--regression: %w", err)
+	}
+	return r.Caught.Scenario, nil
+}
+
 // loadScenario reads a file or a preset name.
 func loadScenario(name string) (*harness.Scenario, error) {
 	return harness.LoadScenario(name, scenarios.FS)
@@ -135,9 +153,15 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO|PRESET",
 		Short: "Run one scenario, judge it, write runs/<scenario>-<seed>-<time>/ and exit 0 pass, 1 violation, 2 inconclusive, 3 harness error",
-		Args:  cobra.ExactArgs(1),
+		Long: "Run one scenario, judge it, write runs/<scenario>-<seed>-<time>/ and exit 0 pass, 1 violation, 2 inconclusive, 3 harness error.\n\n" +
+			"With one --regression and no scenario, runs the preset that catches that regression (see 'pdchaos engine --regression list').",
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := loadScenario(args[0])
+			name, err := scenarioArg(args, regressions)
+			if err != nil {
+				return &exitError{exitHarness, err}
+			}
+			sc, err := loadScenario(name)
 			if err != nil {
 				return &exitError{exitHarness, err}
 			}
@@ -284,7 +308,7 @@ func newFaultsCmd() *cobra.Command {
 	}
 	reset.Flags().StringSliceVar(&engines, "engine-url", nil, "engine base URL serving /debug/hooks (repeatable)")
 	reset.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow non-loopback engine URLs")
-	faultsCmd.AddCommand(reset)
+	faultsCmd.AddCommand(reset, newFaultsListCmd())
 	return faultsCmd
 }
 

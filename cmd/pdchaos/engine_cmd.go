@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -45,7 +44,9 @@ ports chosen by the OS. With --role, one role runs; give it its peers'
 addresses (the router needs --prefill-http, --prefill-bootstrap and
 --decode-http). When ready, one JSON line with every listening address is
 printed to stdout. Known upstream races are switched on with --regression
-NAME (repeatable); --regression list prints them.`,
+NAME (repeatable); --regression list prints them. --wire chooses the
+control-message dialect (nixl or mooncake); every role of one deployment
+must run with the same.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(f.regressions) == 1 && f.regressions[0] == "list" {
@@ -58,6 +59,7 @@ NAME (repeatable); --regression list prints them.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.role, "role", "", "role to run: router, prefill or decode (empty: all in one process)")
 	fl.StringArrayVar(&f.regressions, "regression", nil, "switch on a known regression by name (repeatable; 'list' prints them)")
+	fl.StringVar((*string)(&f.cfg.Wire), "wire", string(contract.WireNIXL), "control-message dialect, the same for every role: nixl or mooncake")
 	fl.IntVar(&f.cfg.TP, "tp", 1, "tensor-parallel ranks on each side")
 	fl.IntVar(&f.cfg.TransferWorkers, "transfer-workers", 4, "transfer workers per prefill rank")
 	fl.IntVar(&f.cfg.MaxNewTokens, "max-new-tokens", 16, "tokens generated when a request does not say")
@@ -81,15 +83,6 @@ NAME (repeatable); --regression list prints them.`,
 	fl.StringVar(&f.decodeHTTP, "decode-http", "", "router: decode HTTP host:port")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log engine events to stderr")
 	return cmd
-}
-
-func printRegressions(w io.Writer) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, r := range contract.Catalogue() {
-		fmt.Fprintf(tw, "%s\t%s\n", r.Name, r.Summary)
-		fmt.Fprintf(tw, "\t  symptom: %s\n", r.Symptom)
-	}
-	_ = tw.Flush()
 }
 
 // checkLoopback refuses non-loopback addresses unless allowed: pdchaos

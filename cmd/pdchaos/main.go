@@ -11,6 +11,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/rs/zerolog"
+	zlog "github.com/rs/zerolog/log"
+
 	"github.com/spf13/cobra"
 )
 
@@ -23,7 +26,7 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// Exit codes, as DESIGN.md fixes them.
+// Exit codes: 0 pass, 1 invariant violated, 2 inconclusive, 3 harness error.
 const (
 	exitPass         = 0
 	exitViolation    = 1
@@ -32,6 +35,10 @@ const (
 )
 
 func main() {
+	// Toxiproxy's toxics (bandwidth) log through zerolog's global logger,
+	// which writes trace lines to stderr; the CLI owns the process, so it
+	// silences that logger once here.
+	zlog.Logger = zerolog.Nop()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRoot()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,7 +14,8 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
-	"github.com/pdchaos/pdchaos/engine/observe"
+	"github.com/pdchaos/pdchaos/internal/testkit"
+	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
 )
 
 // execute runs the CLI with args and returns its exit code and output.
@@ -58,6 +60,7 @@ func TestBadInputIsAHarnessError(t *testing.T) {
 		want string
 	}{
 		{"unknown regression", []string{"engine", "--regression", "nope"}, `unknown regression "nope"`},
+		{"unknown wire dialect", []string{"engine", "--wire", "ucx"}, `wire: unknown wire dialect "ucx" (valid: nixl, mooncake)`},
 		{"run unknown regression", []string{"run", "abort-storm", "--regression", "nope"}, `unknown regression "nope"`},
 		{"scenario with an unknown key", []string{"run", bad}, "engin"},
 		{"unknown scenario", []string{"run", "no-such-preset"}, "no-such-preset"},
@@ -75,11 +78,7 @@ func TestBadInputIsAHarnessError(t *testing.T) {
 }
 
 func TestWatchHealthyEngine(t *testing.T) {
-	c, err := engine.StartCluster(t.Context(), engine.Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
+	c := testcluster.Start(t, engine.Config{})
 	args := []string{"watch", "--for", "1s", "--window", "500ms"}
 	for _, u := range c.MetricsURLs() {
 		args = append(args, "--metrics", u)
@@ -91,11 +90,7 @@ func TestWatchHealthyEngine(t *testing.T) {
 }
 
 func TestWatchFlagsAWedge(t *testing.T) {
-	c, err := engine.StartCluster(t.Context(), engine.Config{Regressions: []string{contract.DecodeAbortLeak}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
+	c := testcluster.Start(t, engine.Config{Regressions: []string{contract.DecodeAbortLeak}})
 	h, _ := c.Hooks()
 	workers := contract.HookSpec{Hook: contract.HookTransferWorkers, Role: "prefill", Rank: -1, Worker: -1}
 	if err := h.Pause(t.Context(), workers); err != nil {
@@ -115,17 +110,12 @@ func TestWatchFlagsAWedge(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		v, err := observe.Gauge(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue)
-		if err == nil && v == 1 {
-			break
+	testkit.Eventually(t, 10*time.Second, func() error {
+		if err := testkit.GaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 1); err != nil {
+			return fmt.Errorf("request never reached decode's transfer queue: %w", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("request never reached decode's transfer queue (%v, %v)", v, err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
-	}
+		return nil
+	})
 	cancel()
 	<-done
 	if err := h.ResumeAll(t.Context()); err != nil {

@@ -2,45 +2,10 @@ package core
 
 import (
 	"testing"
-
-	"github.com/pdchaos/pdchaos/engine/model"
 )
 
-// Known bugs in the fixed engine found by the driver. Each flag is true
-// while the bug is open: tests that run into it are skipped, and the bug's
-// own test asserts that it still reproduces (so a fix makes that test fail
-// with a note to flip the flag, and the skipped tests come back).
-const (
-	// decode_step.go pollTransfers, case Failed: release() clears the room
-	// but the request stays in every rank's transfer queue, so each later
-	// Step finds it again (absent room polls Failed), counts another
-	// TransferFailed and reports another DecodeFinish, forever.
-	bugFailedStaysInTransfer = false
-	// prefill_step.go clear(): a Failed status notice goes to decode while a
-	// transfer worker of that room still has a write in flight; decode frees
-	// the pages at once and the late write lands in another request's pages.
-	bugFailNoticeBeforeDrain = false
-)
-
-func knownBug(t *testing.T, open bool, what string) {
-	t.Helper()
-	if open {
-		t.Skipf("known core bug (%s): see bugs_test.go", what)
-	}
-}
-
-func stillOpen(t *testing.T, open, reproduced bool, flag string) bool {
-	t.Helper()
-	switch {
-	case open && reproduced:
-		t.Logf("%s reproduces (known core bug)", flag)
-		return true
-	case open && !reproduced:
-		t.Errorf("%s no longer reproduces: set %s = false", flag, flag)
-		return true
-	}
-	return false
-}
+// Bugs the scripted driver found in the fixed core, each kept as a test
+// that it stays fixed.
 
 // A transfer that decode learns failed from prefill must leave decode's
 // transfer queue once and report one finish.
@@ -57,9 +22,9 @@ func TestDecodeFailedTransferLeavesQueue(t *testing.T) {
 	for range 5 {
 		r.stepD()
 	}
-	reproduced := r.d.Lens(0).Transfer == 1 && len(r.dfin["f"]) == 5 && r.d.TransferFailed == 5
-	if stillOpen(t, bugFailedStaysInTransfer, reproduced, "bugFailedStaysInTransfer") {
-		return
+	if r.d.Lens(0).Transfer != 0 || len(r.dfin["f"]) != 1 || r.d.TransferFailed != 1 {
+		t.Fatalf("failed transfer: transfer queue %d, finishes %d, TransferFailed %d; want 0, 1, 1",
+			r.d.Lens(0).Transfer, len(r.dfin["f"]), r.d.TransferFailed)
 	}
 	r.finish()
 	r.checkClean()
@@ -102,19 +67,9 @@ func TestPrefillFailureWaitsForInFlightWrite(t *testing.T) {
 			r.land(cA) // A's write lands
 			r.end(0, w, errRefused)
 			r.settle()
-			got := ""
-			if b := r.answer["B"]; b != nil {
-				got = b.String()
-			}
-			corrupted := r.done["B"] == 1 && got != model.Expected(r.rids["B"], 6)
-			if stillOpen(t, bugFailNoticeBeforeDrain, corrupted, "bugFailNoticeBeforeDrain") {
-				return
-			}
 			r.checkAnswer("B")
-			if !bugFailedStaysInTransfer {
-				r.finish()
-				r.checkClean()
-			}
+			r.finish()
+			r.checkClean()
 		})
 	}
 }
@@ -127,12 +82,10 @@ func TestHistoryNoteOnlyRecordsRetire(t *testing.T) {
 	r := newRig(t, rigOpts{})
 	scriptAbortInTransfer(r) // decode releases the room, then prefill's ACK arrives
 	r.finish()
-	_, noteOnly := heldRooms(r.dh)
-	if stillOpen(t, knownNoteLeak, len(noteOnly) > 0, "knownNoteLeak") {
+	if _, noteOnly := heldRooms(r.dh); len(noteOnly) > 0 {
 		for _, rec := range noteOnly {
-			t.Logf("decode room %d never retired; events: %+v", rec.Room, rec.Events)
+			t.Errorf("decode room %d never retired; events: %+v", rec.Room, rec.Events)
 		}
-		return
 	}
 	r.checkClean()
 }

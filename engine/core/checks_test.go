@@ -30,11 +30,7 @@ func (r *rig) checkClean() {
 			t.Errorf("%s room %d still held: state %s ranks %v events %+v", side, rec.Room, rec.State, rec.Ranks, rec.Events)
 		}
 		for _, rec := range noteOnly {
-			if knownNoteLeak {
-				t.Logf("%s room %d: note-only record never retired (known core bug): %d events", side, rec.Room, len(rec.Events))
-			} else {
-				t.Errorf("%s room %d: note-only record never retired: %+v", side, rec.Room, rec.Events)
-			}
+			t.Errorf("%s room %d: note-only record never retired: %+v", side, rec.Room, rec.Events)
 		}
 	}
 	if b, w, i := r.p.QueueLens(); b+w+i != 0 {

@@ -38,6 +38,9 @@ type DecodeConfig struct {
 	AckTimeout     time.Duration // default 5s: free an aborted room's pages even without prefill's ACK
 	Agents         []DecodeAgent // one per rank
 	Regressions    contract.Regressions
+	// Wire is the control-message dialect; empty (or unknown) is NIXL.
+	// Prefill must speak the same one.
+	Wire contract.Wire
 }
 
 func (c *DecodeConfig) defaults() {
@@ -134,6 +137,7 @@ type Decode struct {
 	hist     *History
 	out      []DecodeOut
 	hung     bool
+	wire     Dialect
 
 	// TransferFailed counts requests whose transfer failed or timed out.
 	TransferFailed int64
@@ -142,12 +146,14 @@ type Decode struct {
 	// ForeignWrites counts stray chunks that landed in pages another
 	// request owns: KV corruption as it happens.
 	ForeignWrites int64
+	// Malformed counts prefill notices dropped as malformed.
+	Malformed int64
 }
 
 // NewDecode returns an empty decode side.
 func NewDecode(cfg DecodeConfig, hist *History) *Decode {
 	cfg.defaults()
-	d := &Decode{cfg: cfg, byRid: map[string]*DecodeReq{}, byRoom: map[uint64]*DecodeReq{}, awaiting: map[uint64]*awaitingAck{}, hist: hist}
+	d := &Decode{cfg: cfg, byRid: map[string]*DecodeReq{}, byRoom: map[uint64]*DecodeReq{}, awaiting: map[uint64]*awaitingAck{}, hist: hist, wire: dialectOf(cfg.Wire)}
 	per := model.KVBytesPerToken / cfg.Ranks
 	for r := range cfg.Ranks {
 		d.ranks = append(d.ranks, &decodeRank{
@@ -234,7 +240,7 @@ func remove(q []*DecodeReq, req *DecodeReq) []*DecodeReq {
 func (d *Decode) sendAbort(now time.Time, req *DecodeReq) {
 	for r := range d.ranks {
 		a := d.cfg.Agents[r]
-		d.out = append(d.out, DecodeOut{Bootstrap: req.Bootstrap, Rank: r, Frames: Abort{Room: req.Room, DecodeIP: a.IP, DecodePort: a.NotifyPort}.Frames()})
+		d.out = append(d.out, DecodeOut{Bootstrap: req.Bootstrap, Rank: r, Frames: d.wire.Abort(Abort{Room: req.Room, DecodeIP: a.IP, DecodePort: a.NotifyPort})})
 	}
 	d.hist.Note(now, req.Room, "decode", 0, "abort-sent", "ABORT to prefill")
 }

@@ -132,7 +132,7 @@ func (d *Decode) preallocate(now time.Time) {
 			a := d.cfg.Agents[r]
 			m := Metadata{Room: req.Room, DecodeIP: a.IP, DecodePort: a.NotifyPort, AgentName: a.Name,
 				Pages: req.pages[r], AuxIndex: 0, RequiredDst: 1}
-			d.out = append(d.out, DecodeOut{Bootstrap: req.Bootstrap, Rank: r, Frames: m.Frames()})
+			d.out = append(d.out, DecodeOut{Bootstrap: req.Bootstrap, Rank: r, Frames: d.wire.Metadata(m)})
 			rk.prealloc = remove(rk.prealloc, req)
 			rk.transfer = append(rk.transfer, req)
 		}
@@ -283,28 +283,35 @@ func (d *Decode) checkDone(now time.Time, rank int, req *DecodeReq) {
 
 // OnNotice handles a message from a prefill rank: an ABORT_ACK releases
 // held pages; a Failed status fails the room without waiting for a timeout.
+// A message it cannot parse is counted in Malformed and returned as an
+// error; nothing changes.
 func (d *Decode) OnNotice(now time.Time, rank int, frames [][]byte) error {
-	kind, room, status, prank, err := ParseNotice(frames)
+	n, err := d.wire.ParseNotice(frames)
 	if err != nil {
-		return err
+		d.Malformed++
+		return fmt.Errorf("decode rank %d notice: %w", rank, err)
 	}
-	switch kind {
+	switch n.Kind {
 	case MsgAbortAck:
-		d.hist.Note(now, room, "decode", rank, "abort-ack", fmt.Sprintf("from prefill rank %d", prank))
-		if aw, ok := d.awaiting[room]; ok {
+		d.hist.Note(now, n.Room, "decode", rank, "abort-ack", fmt.Sprintf("from prefill rank %d", n.Rank))
+		if aw, ok := d.awaiting[n.Room]; ok {
 			aw.acked[rank] = true
 			all := true
 			for _, a := range aw.acked {
 				all = all && a
 			}
 			if all {
-				d.freeAwaiting(room)
+				d.freeAwaiting(n.Room)
 			}
 		}
 	case MsgStatus:
-		if status == Failed && !d.cfg.Regressions.On(contract.DecodeAbortLeak) {
-			if _, ok := d.byRoom[room]; ok {
-				d.ranks[rank].status.Update(now, room, Failed, WriterReceiver, "prefill reported failure")
+		if n.Status == Failed && !d.cfg.Regressions.On(contract.DecodeAbortLeak) {
+			if _, ok := d.byRoom[n.Room]; ok {
+				why := "prefill reported failure"
+				if n.Reason != "" {
+					why += ": " + n.Reason
+				}
+				d.ranks[rank].status.Update(now, n.Room, Failed, WriterReceiver, why)
 			}
 		}
 	}

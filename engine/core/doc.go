@@ -2,18 +2,20 @@
 // state machines: prefill (scheduler, bootstrap loop, transfer workers) and
 // decode (prealloc, transfer, running, receivers) for all their TP ranks,
 // the KVPoll status table with SGLang's merge rules, the control-message
-// codec, and the known regressions, each switched on where the upstream bug
-// lived.
+// codec of each wire dialect (wire.go: one table for NIXL, one for
+// Mooncake; the state machine is the same for both), and the known
+// regressions, each switched on where the upstream bug lived.
 //
 // Nothing here starts a goroutine, opens a socket, reads the clock or draws a
 // random number: every method takes the time, and each SGLang thread is an
 // actor whose loop body is one method call (Prefill.Step, Prefill.OnControl,
 // Prefill.WorkerBegin/WorkerSend/WorkerEnd, Decode.Step, Decode.OnChunk,
 // Decode.OnNotice). The live runtime in package engine drives them with
-// goroutines, sockets and a mutex; a deterministic simulator will drive the
-// same calls from a seeded scheduler with virtual time, choosing which actor
-// steps next, and deliver messages through simulated links.
+// goroutines, sockets and a mutex; the scripted tests here drive the same
+// calls by hand with a fake clock, choosing which actor steps next.
 //
-// core imports only engine/model; it must not import engine, faults,
-// agents, harness or any test framework.
+// core imports only engine/model, contract (names, room records, the
+// regression set) and the standard library without IO; it must not import
+// engine, faults, agents, harness or any test framework. The import test in
+// package contract enforces it.
 package core

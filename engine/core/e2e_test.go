@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
@@ -145,7 +146,6 @@ func TestChunkForClearedRoom(t *testing.T) {
 	t.Parallel()
 	t.Run("queued", func(t *testing.T) {
 		t.Parallel()
-		knownBug(t, bugFailedStaysInTransfer, "decode Failed transfer never leaves the queue")
 		r := newRig(t, rigOpts{})
 		const room = 14
 		r.add("d", room, prompt(4, 120), 4)
@@ -168,7 +168,6 @@ func TestChunkForClearedRoom(t *testing.T) {
 	})
 	t.Run("last-chunk-in-flight", func(t *testing.T) {
 		t.Parallel()
-		knownBug(t, bugFailedStaysInTransfer, "decode Failed transfer never leaves the queue")
 		r := newRig(t, rigOpts{})
 		const room = 15
 		r.add("d", room, prompt(4, 120), 4)
@@ -203,37 +202,60 @@ func TestChunkForClearedRoom(t *testing.T) {
 // 2e. Bad frames are counted and dropped; the loop keeps serving.
 func TestMalformedControlCounted(t *testing.T) {
 	t.Parallel()
-	for _, tc := range malformedFrames() {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, w := range contract.Wires() {
+		for _, tc := range malformedFrames(w) {
+			t.Run(string(w)+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				r := newRig(t, rigOpts{wire: w})
+				if err := r.p.OnControl(r.now, 0, tc.frames); err != nil {
+					t.Fatalf("OnControl: %v", err)
+				}
+				if r.p.Malformed != 1 {
+					t.Errorf("Malformed=%d, want 1", r.p.Malformed)
+				}
+				r.add("after", 77, prompt(77, 90), 5)
+				r.settle()
+				r.checkAnswer("after")
+				r.checkClean()
+			})
+		}
+	}
+}
+
+// A malformed notice is an error for the caller, counted, not a wedge.
+func TestMalformedNotice(t *testing.T) {
+	t.Parallel()
+	b := func(ss ...string) [][]byte {
+		out := make([][]byte, len(ss))
+		for i, s := range ss {
+			out[i] = []byte(s)
+		}
+		return out
+	}
+	bad := map[contract.Wire][][][]byte{
+		contract.WireNIXL: {nil, b(TagAbortAck, "x", "0"), b(TagAbortAck), b(TagKVStatus, "1", "s", "0", "why"),
+			b(TagKVStatus, "1", "0"), b("1", "0", "0"), b(TagKVStatus, "1", "9", "0", "why")},
+		contract.WireMooncake: {nil, b(TagAbortAck, "x", "0"), b("1", "s", "0"), b(TagKVStatus, "1", "0", "0", "why"),
+			b("1", "0"), b("AUX_DATA", "1", "0", "0", "\x00\x00\x00\x01", "x"), b("1", "0", "x")},
+	}
+	for _, w := range contract.Wires() {
+		t.Run(string(w), func(t *testing.T) {
 			t.Parallel()
-			r := newRig(t, rigOpts{})
-			if err := r.p.OnControl(r.now, 0, tc.frames); err != nil {
-				t.Fatalf("OnControl: %v", err)
+			r := newRig(t, rigOpts{wire: w})
+			for _, f := range bad[w] {
+				if err := r.d.OnNotice(r.now, 0, f); !errors.Is(err, ErrMalformed) {
+					t.Errorf("OnNotice(%q) = %v, want ErrMalformed", f, err)
+				}
 			}
-			if r.p.Malformed != 1 {
-				t.Errorf("Malformed=%d, want 1", r.p.Malformed)
+			if r.d.Malformed != int64(len(bad[w])) {
+				t.Errorf("decode Malformed=%d, want %d", r.d.Malformed, len(bad[w]))
 			}
-			r.add("after", 77, prompt(77, 90), 5)
+			r.add("after", 78, prompt(78, 60), 3)
 			r.settle()
 			r.checkAnswer("after")
 			r.checkClean()
 		})
 	}
-}
-
-// A malformed notice is an error for the caller, not a wedge.
-func TestMalformedNotice(t *testing.T) {
-	t.Parallel()
-	r := newRig(t, rigOpts{})
-	for _, f := range [][][]byte{nil, {[]byte("ABORT_ACK"), []byte("x"), []byte("0")}, {[]byte("1"), []byte("s"), []byte("0")}} {
-		if err := r.d.OnNotice(r.now, 0, f); !errors.Is(err, ErrMalformed) {
-			t.Errorf("OnNotice(%q) = %v, want ErrMalformed", f, err)
-		}
-	}
-	r.add("after", 78, prompt(78, 60), 3)
-	r.settle()
-	r.checkAnswer("after")
-	r.checkClean()
 }
 
 // 2f. A decode abort removes the request from every rank's queues.
@@ -308,7 +330,6 @@ func TestDeadlines(t *testing.T) {
 	})
 	t.Run("inflight", func(t *testing.T) {
 		t.Parallel()
-		knownBug(t, bugFailedStaysInTransfer, "decode Failed transfer never leaves the queue")
 		r := newRig(t, rigOpts{})
 		r.add("g", 102, prompt(102, 80), 4)
 		r.stepD()

@@ -24,13 +24,6 @@ const (
 	maxRounds     = 400
 )
 
-// knownNoteLeak: History.Note/Add for a room that is not held (an ACK or a
-// stray chunk after clear, an ABORT for a room that never existed) creates a
-// record with no ranks that nothing ever retires, so /debug/rooms lists it
-// as held forever. While true, checkClean tolerates such note-only records
-// (it logs them) and TestHistoryNoteOnlyRecordsRetire is skipped.
-const knownNoteLeak = false
-
 var errRefused = errors.New("decode refused chunk")
 
 type worker struct{ rank, w int }
@@ -63,6 +56,7 @@ type rigOpts struct {
 	reg         contract.Regressions
 	ranks       int // both sides
 	decodePages int
+	wire        contract.Wire // both sides; empty is NIXL
 }
 
 func newRig(t *testing.T, o rigOpts) *rig {
@@ -77,18 +71,20 @@ func newRig(t *testing.T, o rigOpts) *rig {
 		busy: map[worker]*Chunk{}, rids: map[string]string{}, onP: map[string]bool{}, onD: map[string]bool{}, maxNew: map[string]int{}, answer: map[string]*strings.Builder{},
 		done: map[string]int{}, pfin: map[string][]error{}, dfin: map[string][]error{}}
 	r.p = NewPrefill(PrefillConfig{Ranks: o.ranks, Workers: testWorkers, PageSize: 16, ChunkPages: 2,
-		BootstrapTimeout: testTimeout, InflightTimeout: testTimeout, Regressions: o.reg}, r.ph)
+		BootstrapTimeout: testTimeout, InflightTimeout: testTimeout, Regressions: o.reg, Wire: o.wire}, r.ph)
+	wire := dialectOf(o.wire)
 	var agents []DecodeAgent
 	for i := range o.ranks {
-		agents = append(agents, DecodeAgent{IP: "10.0.0.2", NotifyPort: 9100 + i, Name: fmt.Sprintf("decode-agent-%d", i)})
+		kv := fmt.Sprintf("10.0.0.2:%d", 9200+i)
+		agents = append(agents, DecodeAgent{IP: "10.0.0.2", NotifyPort: 9100 + i, Name: wire.AgentName(fmt.Sprintf("decode-agent-%d", i), kv)})
 	}
 	r.d = NewDecode(DecodeConfig{Ranks: o.ranks, PageSize: 16, Pages: o.decodePages, WaitingTimeout: testTimeout,
-		AckTimeout: testAckWait, Agents: agents, Regressions: o.reg}, r.dh)
+		AckTimeout: testAckWait, Agents: agents, Regressions: o.reg, Wire: o.wire}, r.dh)
 	// Registration is the runtime's job, once per connection: deliver it first.
 	for i, a := range agents {
 		reg := Registration{DecodeIP: a.IP, DecodePort: a.NotifyPort, AgentName: a.Name,
 			KVAddr: fmt.Sprintf("10.0.0.2:%d", 9200+i), DecodeTP: o.ranks, DecodeRank: i, DstNumSlots: 64}
-		if err := r.p.OnControl(r.now, i, reg.Frames()); err != nil {
+		if err := r.p.OnControl(r.now, i, wire.Registration(reg)); err != nil {
 			t.Fatalf("registration rank %d: %v", i, err)
 		}
 	}

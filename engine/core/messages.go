@@ -7,13 +7,19 @@ import (
 	"strconv"
 )
 
-// Guard is the first frame of every guarded control message, as in SGLang NIXL.
+// Guard is the first frame of NIXL's registration and TransferInfo.
 const Guard = "NixlMsgGuard"
 
-// Control message tags that are not guarded.
+// Tags of the control messages that start with a tag rather than a room,
+// "None" or the guard.
 const (
 	TagAbort    = "ABORT"
 	TagAbortAck = "ABORT_ACK"
+	// TagKVStatus starts NIXL's failure notice (SGLang #36612).
+	TagKVStatus = "KV_STATUS"
+	// TagNone is frame 0 of a Mooncake registration and frame 1 of a NIXL
+	// one: a registration has no room.
+	TagNone = "None"
 )
 
 // ErrMalformed marks a control message that cannot be parsed.
@@ -34,22 +40,27 @@ const (
 
 // Registration is sent once per decode→prefill connection.
 type Registration struct {
-	DecodeIP    string
-	DecodePort  int    // decode rank's notify (PULL) port
-	AgentName   string // unique per decode rank
-	KVAddr      string // where prefill sends KV chunks (in agent_metadata)
+	DecodeIP   string
+	DecodePort int // decode rank's notify (PULL) port
+	// AgentName is the key prefill files the registration under and that
+	// every TransferInfo names: NIXL's agent_name, Mooncake's session_id
+	// (the decode rank's KV address, so equal to KVAddr).
+	AgentName   string
+	KVAddr      string // where prefill sends KV chunks
 	DecodeTP    int
 	DecodeRank  int
-	DstNumSlots int
+	DstNumSlots int // NIXL only; 0 when the dialect does not carry it
 }
 
-// Metadata is sent per request after decode preallocated its pages.
+// Metadata is sent per request after decode preallocated its pages
+// (SGLang's TransferInfo).
 type Metadata struct {
-	Room        uint64
-	DecodeIP    string
-	DecodePort  int
-	AgentName   string
-	Pages       []uint32
+	Room       uint64
+	DecodeIP   string
+	DecodePort int
+	AgentName  string // agent_name (NIXL) or session_id (Mooncake)
+	Pages      []uint32
+	// AuxIndex is the aux slot; -1 when a Mooncake peer sent "" (a dummy).
 	AuxIndex    int
 	RequiredDst int
 	PrefixLen   int
@@ -62,43 +73,31 @@ type Abort struct {
 	DecodePort int
 }
 
+// Control is one parsed decode→prefill message. Kind is set from the
+// message's leading frames even when parsing the rest failed, so a caller
+// knows what it refused.
+type Control struct {
+	Kind         MsgKind
+	Registration Registration // Kind == MsgRegistration
+	Metadata     Metadata     // Kind == MsgMetadata
+	Abort        Abort        // Kind == MsgAbort
+}
+
+// Notice is one parsed prefill→decode message: an ABORT_ACK or a status.
+type Notice struct {
+	Kind   MsgKind // MsgAbortAck or MsgStatus
+	Room   uint64
+	Status KVPoll // MsgStatus only
+	// Rank is the prefill rank that sent it; -1 for a 2-frame ABORT_ACK,
+	// which does not say.
+	Rank   int
+	Reason string // the optional failure reason of a status
+}
+
 func itoa(n int) []byte    { return []byte(strconv.Itoa(n)) }
 func utoa(n uint64) []byte { return []byte(strconv.FormatUint(n, 10)) }
 func empty() []byte        { return []byte{} }
 func str(s string) []byte  { return []byte(s) }
-
-// Frames encodes the registration as NIXL's 20-frame layout.
-func (r Registration) Frames() [][]byte {
-	return [][]byte{str(Guard), str("None"), str(r.DecodeIP), itoa(r.DecodePort), str(r.AgentName),
-		str("kv=" + r.KVAddr), empty(), empty(), empty(), str("0"), itoa(r.DecodeTP), itoa(r.DecodeRank),
-		itoa(16), empty(), empty(), empty(), empty(), itoa(r.DstNumSlots), str("VRAM"), empty()}
-}
-
-// Frames encodes per-request metadata as NIXL's 10-frame layout.
-func (m Metadata) Frames() [][]byte {
-	pages := make([]byte, 4*len(m.Pages))
-	for i, p := range m.Pages {
-		binary.LittleEndian.PutUint32(pages[4*i:], p)
-	}
-	return [][]byte{str(Guard), utoa(m.Room), str(m.DecodeIP), itoa(m.DecodePort), str(m.AgentName),
-		pages, itoa(m.AuxIndex), itoa(m.RequiredDst), empty(), itoa(m.PrefixLen)}
-}
-
-// Frames encodes the unguarded 4-frame ABORT.
-func (a Abort) Frames() [][]byte {
-	return [][]byte{str(TagAbort), utoa(a.Room), str(a.DecodeIP), itoa(a.DecodePort)}
-}
-
-// AbortAckFrames encodes prefill's acknowledgement of an ABORT, sent once its
-// in-flight writes for the room have drained.
-func AbortAckFrames(room uint64, prefillRank int) [][]byte {
-	return [][]byte{str(TagAbortAck), utoa(room), itoa(prefillRank)}
-}
-
-// StatusFrames encodes prefill's terminal-status notice for a room.
-func StatusFrames(room uint64, s KVPoll, prefillRank int) [][]byte {
-	return [][]byte{utoa(room), itoa(int(s)), itoa(prefillRank)}
-}
 
 func atoi(b []byte, what string) (int, error) {
 	n, err := strconv.Atoi(string(b))
@@ -116,10 +115,37 @@ func atou(b []byte, what string) (uint64, error) {
 	return n, nil
 }
 
-// ParseAbort parses a 4-frame ABORT.
-func ParseAbort(f [][]byte) (Abort, error) {
-	if len(f) != 4 || string(f[0]) != TagAbort {
-		return Abort{}, fmt.Errorf("%w: ABORT has %d frames, want 4", ErrMalformed, len(f))
+// int32s packs page indices as SGLang's raw int32 little-endian array.
+func int32s(pages []uint32) []byte {
+	b := make([]byte, 4*len(pages))
+	for i, p := range pages {
+		binary.LittleEndian.PutUint32(b[4*i:], p)
+	}
+	return b
+}
+
+func parseInt32s(b []byte, what string) ([]uint32, error) {
+	if len(b)%4 != 0 {
+		return nil, fmt.Errorf("%w: %s is %d bytes, not a multiple of 4", ErrMalformed, what, len(b))
+	}
+	var out []uint32
+	for i := 0; i < len(b); i += 4 {
+		out = append(out, binary.LittleEndian.Uint32(b[i:]))
+	}
+	return out, nil
+}
+
+// abortFrames is the ABORT both dialects send: ABORT, room, decode_ip,
+// decode_port (4 frames, unguarded).
+func abortFrames(a Abort) [][]byte {
+	return [][]byte{str(TagAbort), utoa(a.Room), str(a.DecodeIP), itoa(a.DecodePort)}
+}
+
+// parseAbort accepts ABORT with 4 or more frames: open upstream work adds
+// generation or token frames after the port.
+func parseAbort(f [][]byte) (Abort, error) {
+	if len(f) < 4 || string(f[0]) != TagAbort {
+		return Abort{}, fmt.Errorf("%w: ABORT has %d frames, want at least 4", ErrMalformed, len(f))
 	}
 	room, err := atou(f[1], "room")
 	if err != nil {
@@ -132,87 +158,53 @@ func ParseAbort(f [][]byte) (Abort, error) {
 	return Abort{Room: room, DecodeIP: string(f[2]), DecodePort: port}, nil
 }
 
-// ParseRegistration parses a guarded registration.
-func ParseRegistration(f [][]byte) (Registration, error) {
-	if len(f) < 18 {
-		return Registration{}, fmt.Errorf("%w: registration has %d frames, want 20", ErrMalformed, len(f))
-	}
-	var r Registration
-	var err error
-	r.DecodeIP = string(f[2])
-	if r.DecodePort, err = atoi(f[3], "decode port"); err != nil {
-		return r, err
-	}
-	r.AgentName = string(f[4])
-	meta := string(f[5])
-	if len(meta) < 3 || meta[:3] != "kv=" {
-		return r, fmt.Errorf("%w: registration agent_metadata %q lacks kv=ADDR", ErrMalformed, meta)
-	}
-	r.KVAddr = meta[3:]
-	if r.DecodeTP, err = atoi(f[10], "decode tp size"); err != nil {
-		return r, err
-	}
-	if r.DecodeRank, err = atoi(f[11], "decode tp rank"); err != nil {
-		return r, err
-	}
-	if r.DstNumSlots, err = atoi(f[17], "dst_num_slots"); err != nil {
-		return r, err
-	}
-	return r, nil
+// abortAckFrames is the ABORT_ACK of deferred release, which the bundled
+// decode always runs (it holds an aborted room's pages until every prefill
+// rank acknowledges): ABORT_ACK, room, prefill_rank.
+func abortAckFrames(room uint64, rank int) [][]byte {
+	return [][]byte{str(TagAbortAck), utoa(room), itoa(rank)}
 }
 
-// ParseMetadata parses guarded per-request metadata.
-func ParseMetadata(f [][]byte) (Metadata, error) {
-	if len(f) != 10 {
-		return Metadata{}, fmt.Errorf("%w: metadata has %d frames, want 10", ErrMalformed, len(f))
+// parseAbortAck accepts ABORT_ACK, room (2 frames, Mooncake without
+// deferred release) and ABORT_ACK, room, rank[, …] (3 or more).
+func parseAbortAck(f [][]byte) (Notice, error) {
+	if len(f) < 2 {
+		return Notice{Kind: MsgAbortAck}, fmt.Errorf("%w: ABORT_ACK has %d frames, want at least 2", ErrMalformed, len(f))
 	}
-	var m Metadata
+	n := Notice{Kind: MsgAbortAck, Status: Failed, Rank: -1}
 	var err error
-	if m.Room, err = atou(f[1], "room"); err != nil {
-		return m, err
+	if n.Room, err = atou(f[1], "room"); err != nil {
+		return n, err
 	}
-	m.DecodeIP = string(f[2])
-	if m.DecodePort, err = atoi(f[3], "decode port"); err != nil {
-		return m, err
+	if len(f) >= 3 {
+		if n.Rank, err = atoi(f[2], "prefill rank"); err != nil {
+			return n, err
+		}
 	}
-	m.AgentName = string(f[4])
-	if len(f[5])%4 != 0 {
-		return m, fmt.Errorf("%w: kv_page_indices is %d bytes, not a multiple of 4", ErrMalformed, len(f[5]))
-	}
-	for i := 0; i < len(f[5]); i += 4 {
-		m.Pages = append(m.Pages, binary.LittleEndian.Uint32(f[5][i:]))
-	}
-	if m.AuxIndex, err = atoi(f[6], "aux_index"); err != nil {
-		return m, err
-	}
-	if m.RequiredDst, err = atoi(f[7], "required_dst_info_num"); err != nil {
-		return m, err
-	}
-	if m.PrefixLen, err = atoi(f[9], "decode_prefix_len"); err != nil {
-		return m, err
-	}
-	return m, nil
+	return n, nil
 }
 
-// ParseNotice parses a prefill→decode notice: an ABORT_ACK or a status.
-func ParseNotice(f [][]byte) (kind MsgKind, room uint64, status KVPoll, rank int, err error) {
-	if len(f) == 3 && string(f[0]) == TagAbortAck {
-		if room, err = atou(f[1], "room"); err != nil {
-			return
-		}
-		rank, err = atoi(f[2], "prefill rank")
-		return MsgAbortAck, room, Failed, rank, err
+// parseStatus reads room, status, rank and an optional reason from four
+// consecutive frames of f starting at i.
+func parseStatus(f [][]byte, i int) (Notice, error) {
+	n := Notice{Kind: MsgStatus}
+	var err error
+	if n.Room, err = atou(f[i], "room"); err != nil {
+		return n, err
 	}
-	if len(f) == 3 {
-		if room, err = atou(f[0], "room"); err != nil {
-			return
-		}
-		var s int
-		if s, err = atoi(f[1], "status"); err != nil {
-			return
-		}
-		rank, err = atoi(f[2], "prefill rank")
-		return MsgStatus, room, KVPoll(s), rank, err
+	var s int
+	if s, err = atoi(f[i+1], "status"); err != nil {
+		return n, err
 	}
-	return MsgUnknown, 0, 0, 0, fmt.Errorf("%w: notice has %d frames", ErrMalformed, len(f))
+	if s < int(Failed) || s > int(Success) {
+		return n, fmt.Errorf("%w: status %d is not a KVPoll value", ErrMalformed, s)
+	}
+	n.Status = KVPoll(s)
+	if n.Rank, err = atoi(f[i+2], "prefill rank"); err != nil {
+		return n, err
+	}
+	if len(f) > i+3 {
+		n.Reason = string(f[i+3])
+	}
+	return n, nil
 }

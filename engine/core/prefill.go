@@ -3,8 +3,8 @@ package core
 import (
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -32,6 +32,9 @@ type PrefillConfig struct {
 	BootstrapTimeout time.Duration // default 10s; Bootstrapping longer than this fails
 	InflightTimeout  time.Duration // default 10s; inflight longer than this fails
 	Regressions      contract.Regressions
+	// Wire is the control-message dialect; empty (or unknown) is NIXL.
+	// Decode must speak the same one.
+	Wire contract.Wire
 }
 
 func (c *PrefillConfig) defaults() {
@@ -122,6 +125,7 @@ type Prefill struct {
 	byRoom     map[uint64]*PrefillReq
 	hist       *History
 	out        []Outbound
+	wire       Dialect
 
 	// BootstrapFailed counts requests failed while bootstrapping.
 	BootstrapFailed int64
@@ -134,7 +138,7 @@ type Prefill struct {
 // NewPrefill returns an empty prefill side.
 func NewPrefill(cfg PrefillConfig, hist *History) *Prefill {
 	cfg.defaults()
-	p := &Prefill{cfg: cfg, byRid: map[string]*PrefillReq{}, byRoom: map[uint64]*PrefillReq{}, hist: hist}
+	p := &Prefill{cfg: cfg, byRid: map[string]*PrefillReq{}, byRoom: map[uint64]*PrefillReq{}, hist: hist, wire: dialectOf(cfg.Wire)}
 	for r := range cfg.Ranks {
 		p.ranks = append(p.ranks, &prefillRank{
 			status:      NewStatusTable("prefill", r, cfg.Regressions, hist),
@@ -194,29 +198,21 @@ func (p *Prefill) OnControl(now time.Time, rank int, frames [][]byte) error {
 		return ErrLoopDead
 	}
 	die := p.cfg.Regressions.On(contract.BootstrapThreadDeath)
-	if !die && len(frames) > 0 && string(frames[0]) == TagAbort {
-		// The fix (#30352): ABORT is recognised before the guard check.
-		a, err := ParseAbort(frames)
-		if err != nil {
-			p.Malformed++
-			return nil
-		}
-		p.onAbort(now, rank, a)
-		return nil
+	c, err := p.wire.ParseControl(frames)
+	if die && c.Kind == MsgAbort {
+		// The loop checks the guard before it knows ABORT (#30352).
+		r.dead = true
+		return fmt.Errorf("%w: %s", ErrLoopDead, p.wire.table().unexpectedAbort)
 	}
-	if len(frames) < 2 || string(frames[0]) != Guard {
-		if die {
-			r.dead = true
-			return fmt.Errorf("%w: assert frame 0 == %s failed", ErrLoopDead, Guard)
+	if err == nil {
+		switch c.Kind {
+		case MsgAbort:
+			p.onAbort(now, rank, c.Abort)
+		case MsgRegistration:
+			p.onRegistration(rank, c.Registration)
+		case MsgMetadata:
+			err = p.onMetadata(now, rank, c.Metadata)
 		}
-		p.Malformed++
-		return nil
-	}
-	var err error
-	if string(frames[1]) == "None" {
-		err = p.onRegistration(rank, frames)
-	} else {
-		err = p.onMetadata(now, rank, frames)
 	}
 	if err != nil {
 		if die {
@@ -228,23 +224,14 @@ func (p *Prefill) OnControl(now time.Time, rank int, frames [][]byte) error {
 	return nil
 }
 
-func (p *Prefill) onRegistration(rank int, frames [][]byte) error {
-	reg, err := ParseRegistration(frames)
-	if err != nil {
-		return err
-	}
+func (p *Prefill) onRegistration(rank int, reg Registration) {
 	r := p.ranks[rank]
 	if _, ok := r.peers[reg.AgentName]; !ok { // first registration wins
 		r.peers[reg.AgentName] = reg
 	}
-	return nil
 }
 
-func (p *Prefill) onMetadata(now time.Time, rank int, frames [][]byte) error {
-	m, err := ParseMetadata(frames)
-	if err != nil {
-		return err
-	}
+func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata) error {
 	r := p.ranks[rank]
 	if _, owned := p.byRoom[m.Room]; !owned && !r.status.Has(m.Room) && r.status.isTombstoned(m.Room) {
 		// Metadata for a room decode already aborted: keep nothing, or the
@@ -284,7 +271,7 @@ func (p *Prefill) onAbort(now time.Time, rank int, a Abort) {
 }
 
 func (p *Prefill) ack(now time.Time, rank int, a Abort) {
-	p.out = append(p.out, Outbound{Rank: rank, To: net.JoinHostPort(a.DecodeIP, strconv.Itoa(a.DecodePort)), Frames: AbortAckFrames(a.Room, rank)})
+	p.out = append(p.out, Outbound{Rank: rank, To: hostPort(a.DecodeIP, a.DecodePort), Frames: p.wire.AbortAck(a.Room, rank)})
 	p.hist.Note(now, a.Room, "prefill", rank, "abort-ack", "in-flight writes drained")
 }
 
@@ -302,4 +289,13 @@ func (p *Prefill) TakeOutbound() []Outbound {
 	out := p.out
 	p.out = nil
 	return out
+}
+
+// hostPort joins an address as net.JoinHostPort does (IPv6 in brackets),
+// without importing the network stack into the pure core.
+func hostPort(host string, port int) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]:" + strconv.Itoa(port)
+	}
+	return host + ":" + strconv.Itoa(port)
 }

@@ -36,7 +36,7 @@ func (p *Prefill) failAll(now time.Time, room uint64, why string) {
 func (p *Prefill) clear(now time.Time, req *PrefillReq, final KVPoll, why string) {
 	for rank, r := range p.ranks {
 		if info, ok := r.infos[req.Room]; ok && final == Failed {
-			o := Outbound{Rank: rank, To: notifyAddr(info.meta), Frames: StatusFrames(req.Room, Failed, rank)}
+			o := Outbound{Rank: rank, To: notifyAddr(info.meta), Frames: p.wire.Status(req.Room, Failed, rank, why)}
 			if p.holding(rank, req.Room) {
 				r.pendingFail[req.Room] = o
 			} else {

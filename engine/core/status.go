@@ -119,7 +119,7 @@ func (t *StatusTable) nonSticky(w Writer) bool {
 	if t.reg.On(contract.StatusResurrection) {
 		return true
 	}
-	// The sender constructor max-merged over Failed (sglang 6.1(b)).
+	// The sender constructor max-merged over Failed (abort-before-status, SGLang #34692).
 	return w == WriterSender && t.reg.On(contract.AbortBeforeStatus)
 }
 

@@ -12,7 +12,7 @@ import (
 // same script runs against the fixed engine (must end clean) and with its
 // regression switched on (must show the upstream wedge).
 
-// sglang 6.1(a): decode aborts in prealloc; its ABORT reaches prefill before
+// abort-before-status (SGLang #30352): decode aborts in prealloc; its ABORT reaches prefill before
 // prefill created the room.
 func scriptAbortBeforeAdd(r *rig) {
 	p := prompt(1, 80)
@@ -24,7 +24,7 @@ func scriptAbortBeforeAdd(r *rig) {
 	r.stepP()
 }
 
-// sglang 6.1(b): metadata, then ABORT, both before the sender exists.
+// abort-before-status, second path (SGLang #34692): metadata, then ABORT, both before the sender exists.
 func scriptMetaThenAbort(r *rig) {
 	p := prompt(2, 120)
 	r.addD("b", 12, p, 4)
@@ -36,7 +36,7 @@ func scriptMetaThenAbort(r *rig) {
 	r.stepP()
 }
 
-// sglang 6.2: a worker holds the room's first chunk; ABORT fails the room;
+// status-resurrection (SGLang #24522): a worker holds the room's first chunk; ABORT fails the room;
 // prefill retires and clears it; then the worker writes (an RDMA write
 // completes whatever decode thinks of it).
 func scriptResurrection(r *rig) {
@@ -57,7 +57,7 @@ func scriptResurrection(r *rig) {
 	}
 }
 
-// sglang 6.3: decode aborted; before its ABORT is read, decode refuses a
+// unknown-room-waiting (SGLang #35281): decode aborted; before its ABORT is read, decode refuses a
 // chunk and the worker records a transfer error.
 func scriptTransferErrorBeforeAbort(r *rig) {
 	r.add("u", 31, prompt(31, 150), 4)
@@ -71,7 +71,7 @@ func scriptTransferErrorBeforeAbort(r *rig) {
 	r.stepP()
 }
 
-// sglang 6.4: an unguarded ABORT reaches the bootstrap loop; a later request
+// bootstrap-thread-death (SGLang #30352): an unguarded ABORT reaches the bootstrap loop; a later request
 // follows.
 func scriptUnguardedAbort(r *rig) {
 	r.add("x", 41, prompt(41, 80), 4)
@@ -81,14 +81,14 @@ func scriptUnguardedAbort(r *rig) {
 	r.add("y", 42, prompt(42, 120), 5)
 }
 
-// sglang 6.5: decode aborts a request in its transfer queue.
+// decode-abort-leak (SGLang #25561): decode aborts a request in its transfer queue.
 func scriptAbortInTransfer(r *rig) {
 	r.add("l", 51, prompt(51, 120), 4)
 	r.stepD() // metadata sent: transfer queue
 	r.abortD("l")
 }
 
-// sglang 6.5 (#24580/#35049): A's chunk is in flight when decode aborts A;
+// free-before-ack (SGLang #24580, #35049): A's chunk is in flight when decode aborts A;
 // B reuses A's pages and completes its transfer; then A's write lands.
 func scriptFreeBeforeAck(r *rig) {
 	const roomA, roomB = 71, 82 // different workers
@@ -201,27 +201,29 @@ func wedgeCases() []wedgeCase {
 
 func TestRegressionWedges(t *testing.T) {
 	t.Parallel()
-	for _, tc := range wedgeCases() {
-		t.Run(tc.name+"/regressed", func(t *testing.T) {
-			t.Parallel()
-			r := newRig(t, rigOpts{reg: contract.Regressions{tc.reg: true}, ranks: tc.ranks})
-			tc.script(r)
-			if tc.mid != nil {
-				tc.mid(t, r)
-			}
-			r.finish()
-			tc.wedge(t, r)
-		})
-		t.Run(tc.name+"/fixed", func(t *testing.T) {
-			t.Parallel()
-			r := newRig(t, rigOpts{ranks: tc.ranks})
-			tc.script(r)
-			r.finish()
-			r.checkClean()
-			if tc.fixed != nil {
-				tc.fixed(t, r)
-			}
-		})
+	for _, w := range contract.Wires() {
+		for _, tc := range wedgeCases() {
+			t.Run(string(w)+"/"+tc.name+"/regressed", func(t *testing.T) {
+				t.Parallel()
+				r := newRig(t, rigOpts{reg: contract.Regressions{tc.reg: true}, ranks: tc.ranks, wire: w})
+				tc.script(r)
+				if tc.mid != nil {
+					tc.mid(t, r)
+				}
+				r.finish()
+				tc.wedge(t, r)
+			})
+			t.Run(string(w)+"/"+tc.name+"/fixed", func(t *testing.T) {
+				t.Parallel()
+				r := newRig(t, rigOpts{ranks: tc.ranks, wire: w})
+				tc.script(r)
+				r.finish()
+				r.checkClean()
+				if tc.fixed != nil {
+					tc.fixed(t, r)
+				}
+			})
+		}
 	}
 }
 
@@ -229,19 +231,21 @@ func TestRegressionWedges(t *testing.T) {
 // requests park.
 func TestMalformedKillsLoopWhenRegressed(t *testing.T) {
 	t.Parallel()
-	for _, tc := range malformedFrames() {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			r := newRig(t, rigOpts{reg: contract.Regressions{contract.BootstrapThreadDeath: true}})
-			if err := r.p.OnControl(r.now, 0, tc.frames); !errors.Is(err, ErrLoopDead) {
-				t.Fatalf("OnControl = %v, want ErrLoopDead", err)
-			}
-			r.add("after", 77, prompt(77, 90), 5)
-			r.finish()
-			if b, _, _ := r.p.QueueLens(); b != 1 || len(r.pfin["after"]) != 0 {
-				t.Errorf("bootstrap queue %d, finishes %v: want the request parked", b, r.pfin["after"])
-			}
-		})
+	for _, w := range contract.Wires() {
+		for _, tc := range malformedFrames(w) {
+			t.Run(string(w)+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				r := newRig(t, rigOpts{wire: w, reg: contract.Regressions{contract.BootstrapThreadDeath: true}})
+				if err := r.p.OnControl(r.now, 0, tc.frames); !errors.Is(err, ErrLoopDead) {
+					t.Fatalf("OnControl = %v, want ErrLoopDead", err)
+				}
+				r.add("after", 77, prompt(77, 90), 5)
+				r.finish()
+				if b, _, _ := r.p.QueueLens(); b != 1 || len(r.pfin["after"]) != 0 {
+					t.Errorf("bootstrap queue %d, finishes %v: want the request parked", b, r.pfin["after"])
+				}
+			})
+		}
 	}
 }
 
@@ -250,7 +254,9 @@ type framesCase struct {
 	frames [][]byte
 }
 
-func malformedFrames() []framesCase {
+// malformedFrames are control messages prefill must refuse, per dialect.
+func malformedFrames(w contract.Wire) []framesCase {
+	wire := dialectOf(w)
 	b := func(ss ...string) [][]byte {
 		out := make([][]byte, len(ss))
 		for i, s := range ss {
@@ -259,29 +265,49 @@ func malformedFrames() []framesCase {
 		return out
 	}
 	meta := func(edit func([][]byte) [][]byte) [][]byte {
-		m := Metadata{Room: 5, DecodeIP: "10.0.0.2", DecodePort: 9100, AgentName: "decode-agent-0", Pages: []uint32{1, 2}, RequiredDst: 1}
-		return edit(m.Frames())
+		m := Metadata{Room: 5, DecodeIP: "10.0.0.2", DecodePort: 9100, AgentName: wire.AgentName("decode-agent-0", "10.0.0.2:9200"), Pages: []uint32{1, 2}, RequiredDst: 1}
+		return edit(wire.Metadata(m))
 	}
 	reg := func(edit func([][]byte) [][]byte) [][]byte {
 		g := Registration{DecodeIP: "10.0.0.2", DecodePort: 9101, AgentName: "other", KVAddr: "10.0.0.2:1", DecodeTP: 1, DstNumSlots: 8}
-		return edit(g.Frames())
+		return edit(wire.Registration(g))
 	}
-	return []framesCase{
+	set := func(i int, v string) func([][]byte) [][]byte {
+		return func(f [][]byte) [][]byte { f[i] = []byte(v); return f }
+	}
+	cut := func(n int) func([][]byte) [][]byte { return func(f [][]byte) [][]byte { return f[:n] } }
+	shared := []framesCase{
 		{"abort-bad-room", b(TagAbort, "room", "10.0.0.2", "9100")},
 		{"abort-bad-port", b(TagAbort, "5", "10.0.0.2", "port")},
 		{"abort-3-frames", b(TagAbort, "5", "10.0.0.2")},
-		{"abort-5-frames", b(TagAbort, "5", "10.0.0.2", "9100", "x")},
 		{"empty-message", [][]byte{}},
 		{"one-empty-frame", [][]byte{{}}},
 		{"no-guard", b("hello", "world")},
 		{"guard-only", b(Guard)},
-		{"metadata-bad-room", meta(func(f [][]byte) [][]byte { f[1] = []byte("12x"); return f })},
-		{"metadata-bad-aux", meta(func(f [][]byte) [][]byte { f[6] = []byte(""); return f })},
-		{"metadata-9-frames", meta(func(f [][]byte) [][]byte { return f[:9] })},
-		{"metadata-odd-pages", meta(func(f [][]byte) [][]byte { f[5] = []byte{1, 2, 3}; return f })},
-		{"metadata-unknown-agent", meta(func(f [][]byte) [][]byte { f[4] = []byte("nobody"); return f })},
-		{"registration-bad-port", reg(func(f [][]byte) [][]byte { f[3] = []byte("p"); return f })},
-		{"registration-no-kv", reg(func(f [][]byte) [][]byte { f[5] = []byte("x"); return f })},
-		{"registration-5-frames", reg(func(f [][]byte) [][]byte { return f[:5] })},
 	}
+	if wire.Wire() == contract.WireMooncake {
+		return append(shared, []framesCase{
+			{"metadata-bad-room", meta(set(0, "12x"))},
+			{"metadata-bad-aux", meta(set(5, "x"))},
+			{"metadata-7-frames", meta(cut(7))},
+			{"metadata-odd-pages", meta(set(4, "\x01\x02\x03"))},
+			{"metadata-unknown-session", meta(set(3, "10.9.9.9:1"))},
+			{"registration-bad-port", reg(set(2, "p"))},
+			{"registration-bad-session", reg(set(3, "x"))},
+			{"registration-9-frames", reg(cut(9))},
+			{"status-sent-to-prefill", b("5", "0", "0")},
+			{"watermark", b("WATERMARK", "1", "2", "session")},
+		}...)
+	}
+	return append(shared, []framesCase{
+		{"metadata-bad-room", meta(set(1, "12x"))},
+		{"metadata-bad-aux", meta(set(6, ""))},
+		{"metadata-9-frames", meta(cut(9))},
+		{"metadata-odd-pages", meta(set(5, "\x01\x02\x03"))},
+		{"metadata-unknown-agent", meta(set(4, "nobody"))},
+		{"registration-bad-port", reg(set(3, "p"))},
+		{"registration-no-kv", reg(set(5, "x"))},
+		{"registration-5-frames", reg(cut(5))},
+		{"mooncake-registration", dialectOf(contract.WireMooncake).Registration(Registration{DecodeIP: "10.0.0.2", DecodePort: 1, KVAddr: "10.0.0.2:1", AgentName: "10.0.0.2:1"})},
+	}...)
 }

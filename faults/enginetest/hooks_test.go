@@ -10,6 +10,8 @@ import (
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/faults"
+	"github.com/pdchaos/pdchaos/internal/testkit"
+	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
 )
 
 // heldAt sums Held over the gates of one hook on one role.
@@ -70,8 +72,8 @@ func TestEngineHooksHoldRequests(t *testing.T) {
 	}
 	for i, tc := range cases {
 		t.Run(tc.fault.Name(), func(t *testing.T) {
-			noLeaks(t)
-			c := startCluster(t, engine.Config{})
+			testkit.NoLeaks(t)
+			c := testcluster.Start(t, engine.Config{})
 			held0, _, err := heldAt(t.Context(), c, tc.hook, tc.role)
 			if err != nil {
 				t.Fatal(err)
@@ -82,8 +84,8 @@ func TestEngineHooksHoldRequests(t *testing.T) {
 			}
 			text := longText(fmt.Sprintf("hook%d", i))
 			room := uint64(5000 + i)
-			res, _ := async(t, func(ctx context.Context) error {
-				got, err := generate(ctx, c.Endpoint(), fmt.Sprintf("hook-%d", i), room, text, 8)
+			res, _ := testkit.Async(t, func(ctx context.Context) error {
+				got, err := testkit.Generate(ctx, c.Endpoint(), fmt.Sprintf("hook-%d", i), room, text, 8)
 				if err != nil {
 					return err
 				}
@@ -93,7 +95,7 @@ func TestEngineHooksHoldRequests(t *testing.T) {
 				return nil
 			})
 			parked := func() error {
-				if err := notDone(res); err != nil {
+				if err := testkit.NotDone(res); err != nil {
 					return err
 				}
 				held, _, err := heldAt(t.Context(), c, tc.hook, tc.role)
@@ -103,13 +105,13 @@ func TestEngineHooksHoldRequests(t *testing.T) {
 				if held <= held0 {
 					return fmt.Errorf("gate has held no actor yet (held %d)", held)
 				}
-				return gaugeIs(t.Context(), c.MetricsURLs()[tc.engine], tc.metric, 1)
+				return testkit.GaugeIs(t.Context(), c.MetricsURLs()[tc.engine], tc.metric, 1)
 			}
-			eventually(t, 10*time.Second, parked)
-			consistently(t, 300*time.Millisecond, parked)
+			testkit.Eventually(t, 10*time.Second, parked)
+			testkit.Consistently(t, 300*time.Millisecond, parked)
 			mustHeal(t, tc.fault, heal)
 			noPausedGate(t, c)
-			if err := recvWithin(t, res, 10*time.Second); err != nil {
+			if err := testkit.Recv(t, res, 10*time.Second); err != nil {
 				t.Fatalf("request after heal: %v", err)
 			}
 			ev := tc.fault.Evidence()
@@ -122,7 +124,7 @@ func TestEngineHooksHoldRequests(t *testing.T) {
 			// the actors ran again, shows the hold lasted.
 			t.Logf("evidence %v", ev.Counters)
 			h, _ := c.Hooks()
-			eventually(t, 5*time.Second, func() error {
+			testkit.Eventually(t, 5*time.Second, func() error {
 				st, err := h.State(t.Context())
 				if err != nil {
 					return err
@@ -146,11 +148,11 @@ func TestEngineHooksHoldRequests(t *testing.T) {
 // Pausing the transfer workers of an idle engine holds nothing, and the
 // evidence says so: a fault that did nothing is never reported as verified.
 func TestEngineHookOnIdleEngineIsNotEffective(t *testing.T) {
-	noLeaks(t)
-	c := startCluster(t, engine.Config{})
+	testkit.NoLeaks(t)
+	c := testcluster.Start(t, engine.Config{})
 	f := &faults.PauseTransferWorkers{Rank: -1, Worker: -1}
 	heal := inject(t, c, f)
-	consistently(t, 200*time.Millisecond, func() error {
+	testkit.Consistently(t, 200*time.Millisecond, func() error {
 		held, paused, err := heldAt(t.Context(), c, contract.HookTransferWorkers, "prefill")
 		if err != nil || held != 0 || paused == 0 {
 			return fmt.Errorf("idle workers: held %d paused %d (%v)", held, paused, err)

@@ -14,6 +14,8 @@ import (
 	"github.com/pdchaos/pdchaos/faults/network"
 	"github.com/pdchaos/pdchaos/faults/protocol"
 	"github.com/pdchaos/pdchaos/faults/schedule"
+	"github.com/pdchaos/pdchaos/internal/testkit"
+	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
 )
 
 // A run is interrupted mid-fault — by ctx cancel, by a panic in OnStart and
@@ -26,8 +28,8 @@ import (
 func TestInterruptedPlayLeavesNothing(t *testing.T) {
 	for _, how := range []string{"cancel", "panic-onstart", "panic-onend"} {
 		t.Run(how, func(t *testing.T) {
-			noLeaks(t)
-			c := startCluster(t, engine.Config{})
+			testkit.NoLeaks(t)
+			c := testcluster.Start(t, engine.Config{})
 			n := newNetwork(t)
 
 			const heldRoom, pausedRoom = uint64(7001), uint64(7002)
@@ -57,8 +59,8 @@ func TestInterruptedPlayLeavesNothing(t *testing.T) {
 			var parked []<-chan answer
 			send := func(room uint64) {
 				text := longText(fmt.Sprintf("interrupt-%d", room))
-				ch, _ := async(t, func(ctx context.Context) answer {
-					got, err := generate(ctx, c.Endpoint(), fmt.Sprintf("int-%d", room), room, text, 8)
+				ch, _ := testkit.Async(t, func(ctx context.Context) answer {
+					got, err := testkit.Generate(ctx, c.Endpoint(), fmt.Sprintf("int-%d", room), room, text, 8)
 					if err == nil && got != model.Expected(text, 8) {
 						err = fmt.Errorf("answer %q, want %q", got, model.Expected(text, 8))
 					}
@@ -80,7 +82,7 @@ func TestInterruptedPlayLeavesNothing(t *testing.T) {
 				// the faults visibly hold them.
 				send(heldRoom)
 				send(pausedRoom)
-				err := poll(t.Context(), 10*time.Second, func() error {
+				_, err := testkit.Poll(t.Context(), 10*time.Second, func() error {
 					if got := hold.Evidence().Counters["held"]; got < 1 {
 						return fmt.Errorf("metadata of room %d not held yet", heldRoom)
 					}
@@ -144,7 +146,7 @@ func TestInterruptedPlayLeavesNothing(t *testing.T) {
 				t.Errorf("pause evidence: %+v", pause.Evidence())
 			}
 			for _, ch := range parked {
-				if a := recvWithin(t, ch, 15*time.Second); a.err != nil {
+				if a := testkit.Recv(t, ch, 15*time.Second); a.err != nil {
 					t.Errorf("request parked in room %d during the fault: %v", a.room, a.err)
 				}
 			}

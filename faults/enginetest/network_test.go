@@ -11,6 +11,8 @@ import (
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/network"
+	"github.com/pdchaos/pdchaos/internal/testkit"
+	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
 )
 
 // newNetwork returns an embedded Toxiproxy closed before the cluster is:
@@ -68,15 +70,15 @@ func noToxics(t *testing.T, n *network.Network) {
 
 // Latency on the KV stream delays every transfer by at least the delay.
 func TestNetworkLatencyOnKV(t *testing.T) {
-	noLeaks(t)
-	c := startCluster(t, engine.Config{})
+	testkit.NoLeaks(t)
+	c := testcluster.Start(t, engine.Config{})
 	n := newNetwork(t)
 	const delay = 300 * time.Millisecond
 	f := &network.Latency{Net: n, Link: "kv/0", Stream: network.Upstream, Delay: delay}
 	heal := inject(t, c, f)
 
 	start := time.Now()
-	if err := chatExact(t.Context(), c.Endpoint(), prompt("latency"), 8); err != nil {
+	if err := testkit.ChatExact(t.Context(), c.Endpoint(), prompt("latency"), 8); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took < delay {
@@ -98,8 +100,8 @@ func TestNetworkLatencyOnKV(t *testing.T) {
 // (which leaked a goroutine per reset connection), so this test is strictly
 // leak-checked like the others.
 func TestNetworkResetPeerOnControl(t *testing.T) {
-	noLeaks(t)
-	c := startCluster(t, shortDeadlines(engine.Config{}))
+	testkit.NoLeaks(t)
+	c := testcluster.Start(t, shortDeadlines(engine.Config{}))
 	n := newNetwork(t)
 	f := &network.ResetPeer{Net: n, Link: "control/0", Stream: network.Upstream}
 	heal := inject(t, c, f)
@@ -107,22 +109,22 @@ func TestNetworkResetPeerOnControl(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
 	defer cancel()
 	msgs := prompt("reset")
-	r := chat(ctx, c.Endpoint(), msgs, 8)
-	if r.err == nil {
-		t.Fatalf("request completed (%q) although every control message was lost", r.text)
+	r := testkit.Chat(ctx, c.Endpoint(), msgs, 8)
+	if r.Err == nil {
+		t.Fatalf("request completed (%q) although every control message was lost", r.Text)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Fatalf("request hung instead of failing by the engine's deadlines: %v", r.err)
+		t.Fatalf("request hung instead of failing by the engine's deadlines: %v", r.Err)
 	}
-	t.Logf("request during reset_peer: %v", r.err)
-	if r.room != 0 {
-		rec, _, err := roomOn(t.Context(), c.EngineURLs()[0], r.room)
+	t.Logf("request during reset_peer: %v", r.Err)
+	if r.Room != 0 {
+		rec, _, err := testkit.RoomOn(t.Context(), c.EngineURLs()[0], r.Room)
 		if err == nil && eventIndex(rec, "metadata") >= 0 {
-			t.Errorf("prefill saw metadata of room %d although control was reset: %v", r.room, eventKinds(rec))
+			t.Errorf("prefill saw metadata of room %d although control was reset: %v", r.Room, eventKinds(rec))
 		}
 	}
 	// Rooms retired by deadline, not by luck: everything drains with the fault on.
-	eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
+	testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
 	mustHeal(t, f, heal)
 	ev := effective(t, f, true)
 	if ev.Counters["connections_closed"] == 0 {
@@ -135,14 +137,14 @@ func TestNetworkResetPeerOnControl(t *testing.T) {
 // A downed router→decode link makes the router answer an error, promptly,
 // and the prefill half of the request is retired.
 func TestNetworkLinkDownRouterDecode(t *testing.T) {
-	noLeaks(t)
-	c := startCluster(t, shortDeadlines(engine.Config{}))
+	testkit.NoLeaks(t)
+	c := testcluster.Start(t, shortDeadlines(engine.Config{}))
 	n := newNetwork(t)
 	// Put the proxy in place and let the router keep a connection through
 	// it, so going down has an open connection to cut.
 	warm := &network.Latency{Net: n, Link: "router-decode", Delay: time.Millisecond}
 	wheal := inject(t, c, warm)
-	if err := chatExact(t.Context(), c.Endpoint(), prompt("warm"), 4); err != nil {
+	if err := testkit.ChatExact(t.Context(), c.Endpoint(), prompt("warm"), 4); err != nil {
 		t.Fatal(err)
 	}
 	mustHeal(t, warm, wheal)
@@ -151,17 +153,17 @@ func TestNetworkLinkDownRouterDecode(t *testing.T) {
 	heal := inject(t, c, f)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	r := chat(ctx, c.Endpoint(), prompt("down"), 8)
-	if r.err == nil {
-		t.Fatalf("request completed (%q) with decode unreachable", r.text)
+	r := testkit.Chat(ctx, c.Endpoint(), prompt("down"), 8)
+	if r.Err == nil {
+		t.Fatalf("request completed (%q) with decode unreachable", r.Text)
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("router hung instead of answering an error: %v", r.err)
+		t.Fatalf("router hung instead of answering an error: %v", r.Err)
 	}
-	if !strings.Contains(r.err.Error(), "status 5") {
-		t.Errorf("want a 5xx from the router, got %v", r.err)
+	if !strings.Contains(r.Err.Error(), "status 5") {
+		t.Errorf("want a 5xx from the router, got %v", r.Err)
 	}
-	eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
+	testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
 	mustHeal(t, f, heal)
 	effective(t, f, true)
 	healthyAfter(t, c, 10*time.Second)
@@ -170,8 +172,8 @@ func TestNetworkLinkDownRouterDecode(t *testing.T) {
 // Bandwidth and slicer on the KV stream change timing and write boundaries,
 // never the bytes: answers stay exact.
 func TestNetworkBandwidthAndSlicerOnKV(t *testing.T) {
-	noLeaks(t)
-	c := startCluster(t, engine.Config{})
+	testkit.NoLeaks(t)
+	c := testcluster.Start(t, engine.Config{})
 	n := newNetwork(t)
 	for _, f := range []faults.Fault{
 		&network.Bandwidth{Net: n, Link: "kv/0", Stream: network.Upstream, RateKB: 8},
@@ -180,7 +182,7 @@ func TestNetworkBandwidthAndSlicerOnKV(t *testing.T) {
 		t.Run(f.Name(), func(t *testing.T) {
 			heal := inject(t, c, f)
 			for i := range 3 {
-				if err := chatExact(t.Context(), c.Endpoint(), prompt(fmt.Sprintf("%s-%d", f.Name(), i)), 8); err != nil {
+				if err := testkit.ChatExact(t.Context(), c.Endpoint(), prompt(fmt.Sprintf("%s-%d", f.Name(), i)), 8); err != nil {
 					t.Fatalf("request %d: %v", i, err)
 				}
 			}
@@ -199,8 +201,8 @@ func TestNetworkBandwidthAndSlicerOnKV(t *testing.T) {
 // wrong answer (it fails or, if it needed fewer bytes, completes exactly),
 // and the engine drains with the fault still on.
 func TestNetworkLimitDataOnKV(t *testing.T) {
-	noLeaks(t)
-	c := startCluster(t, shortDeadlines(engine.Config{}))
+	testkit.NoLeaks(t)
+	c := testcluster.Start(t, shortDeadlines(engine.Config{}))
 	n := newNetwork(t)
 	f := &network.LimitData{Net: n, Link: "kv/0", Stream: network.Upstream, Bytes: 512}
 	heal := inject(t, c, f)
@@ -208,7 +210,7 @@ func TestNetworkLimitDataOnKV(t *testing.T) {
 	defer cancel()
 	failed := 0
 	for i := range 2 {
-		err := chatExact(ctx, c.Endpoint(), prompt(fmt.Sprintf("limit-%d", i)), 8)
+		err := testkit.ChatExact(ctx, c.Endpoint(), prompt(fmt.Sprintf("limit-%d", i)), 8)
 		if ctx.Err() != nil {
 			t.Fatalf("request %d hung: %v", i, err)
 		}
@@ -223,7 +225,7 @@ func TestNetworkLimitDataOnKV(t *testing.T) {
 	if failed == 0 {
 		t.Errorf("every request completed although the KV stream was cut after %d bytes", f.Bytes)
 	}
-	eventually(t, 10*time.Second, func() error { return drained(t.Context(), c) })
+	testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
 	mustHeal(t, f, heal)
 	ev := effective(t, f, true)
 	if ev.Counters["connections_closed"] == 0 {

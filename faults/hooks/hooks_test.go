@@ -9,15 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/faults/hooks"
 	"github.com/pdchaos/pdchaos/faults/internal/faketarget"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
 
 var worker0 = contract.HookSpec{Hook: contract.HookTransferWorkers, Role: "prefill", Rank: 0, Worker: 0}
 

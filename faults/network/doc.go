@@ -2,7 +2,9 @@
 // timeout, slicer, limit_data, link down) on the named TCP links of a
 // target through an embedded Toxiproxy server: no separate binary, no HTTP
 // API, one proxy per link created on first use and interposed through
-// faults.Target.Interpose.
+// faults.Target.Interpose. ResetPeer is done by the counting relay behind
+// the proxy rather than by a toxic, and LinkDown stops the proxy (Toxiproxy
+// has no "down" toxic).
 //
 // Toxiproxy's own randomness cannot be seeded, so every toxic is added with
 // jitter 0, toxicity 1 and no size variation; anything random (a latency

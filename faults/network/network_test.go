@@ -12,15 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/internal/faketarget"
 	"github.com/pdchaos/pdchaos/faults/network"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
 
 // setup returns a target with an HTTP link "http" and an echo link "kv/0",
 // and a Network closed at the end of the test.
@@ -301,8 +300,7 @@ func TestValidationAppliesNothing(t *testing.T) {
 }
 
 func TestCloseHealsEverythingWithoutLeaks(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	testkit.NoLeaks(t)
 	tg := faketarget.New(faketarget.HTTPLink(t, "http", "hello"), faketarget.EchoLink(t, "kv/0"))
 	n := network.New()
 	mustInject(t, &network.Latency{Net: n, Link: "http", Delay: 5 * time.Millisecond}, tg)

@@ -35,8 +35,9 @@ func (s Stream) short() string {
 	return ""
 }
 
-// common holds what every toxic fault has: the injector, the link and the
-// stream, plus the evidence it has gathered.
+// common is embedded in every network fault: the evidence it has gathered
+// over its windows. The injector (Net), the link and the stream are each
+// fault's own exported fields, so a fault value reads as its settings.
 type common struct {
 	rec recorder
 }
@@ -174,9 +175,11 @@ func (f *Bandwidth) Inject(ctx context.Context, t faults.Target) (faults.Heal, e
 // Evidence reports the traffic the toxic throttled.
 func (f *Bandwidth) Evidence() faults.Evidence { return f.rec.evidence(f.Name()) }
 
-// ResetPeer resets (TCP RST) each connection After its first data on the
-// stream; connections opened during the window get the RST, older ones are
-// closed.
+// ResetPeer resets (TCP RST) each connection on the link once data has
+// flowed on the stream for After while the fault is active; connections
+// opened before the window are reset too, at their next data. The counting
+// relay does the reset, not Toxiproxy's reset_peer toxic (which leaks a
+// goroutine per reset connection).
 type ResetPeer struct {
 	Net    *Network
 	Link   string
@@ -339,8 +342,15 @@ func (f *LimitData) Inject(ctx context.Context, t faults.Target) (faults.Heal, e
 		map[string]any{"bytes": f.Bytes}}, &f.rec)
 }
 
-// Evidence reports the traffic the toxic limited.
-func (f *LimitData) Evidence() faults.Evidence { return f.rec.evidence(f.Name()) }
+// Evidence reports the traffic the toxic limited. Traffic alone does not
+// show a cut, so it is effective only once a connection closed while it was
+// active.
+func (f *LimitData) Evidence() faults.Evidence {
+	ev := f.rec.evidence(f.Name())
+	ev.Effective = ev.Counters["connections_closed"] > 0
+	ev.Detail = "connections closed (cut at the byte limit) and bytes through the link's proxy while the toxic was active"
+	return ev
+}
 
 // LinkDown takes a link down: the proxy stops, so new dials are refused and
 // open connections are cut; heal brings it back on the same address.

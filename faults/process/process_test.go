@@ -6,15 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/internal/faketarget"
 	"github.com/pdchaos/pdchaos/faults/process"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
 
 func state(t *testing.T, procs *faketarget.Processes, role string) (int, byte) {
 	t.Helper()

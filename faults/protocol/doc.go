@@ -8,8 +8,13 @@
 // or duplicated ABORT). A byte-level proxy (Toxiproxy) cannot express
 // those; this one parses the PUSH→PULL direction into messages, classifies
 // them (Classify) and applies Rules: delay, hold-and-reorder, drop,
-// duplicate. With no rule active it is byte-for-byte transparent, and it
-// works with any ZMTP 3.x peer (libzmq included). The reverse direction
+// duplicate. Classify knows every wire dialect of SGLang (NIXL's guarded
+// layouts and Mooncake's unguarded ones, with older frame counts); a
+// message it cannot place is KindUnknown: relayed untouched, never acted on
+// by a rule that does not name it, and counted in Stats and in every
+// fault's Evidence ("unknown"). With no rule active the proxy is
+// byte-for-byte transparent, and it works with any ZMTP 3.x peer (libzmq
+// included). The reverse direction
 // (PULL→PUSH: READY, PONG) is copied raw. Held and delayed messages are
 // released in order on Release, Heal and Close, so nothing stays stuck
 // after a fault heals.

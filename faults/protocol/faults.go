@@ -138,9 +138,15 @@ func (in *injector) evidence(name string, effective func(Stats) bool) faults.Evi
 	for k, v := range s.Seen {
 		c["seen_"+string(k)] = v
 	}
+	// Messages no layout fits passed untouched by every rule: always
+	// shown, so a fault that saw only those is not mistaken for a quiet one.
+	c["unknown"] = s.Seen[KindUnknown]
 	ev := faults.Evidence{Fault: name, Effective: effective(s), Counters: c}
 	if !ev.Effective {
 		ev.Detail = "no message matched the fault's rule"
+		if n := s.Seen[KindUnknown]; n > 0 {
+			ev.Detail += fmt.Sprintf("; %d message(s) of unknown layout passed untouched", n)
+		}
 	}
 	return ev
 }

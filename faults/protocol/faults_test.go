@@ -16,11 +16,12 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
 func inject(t *testing.T, f faults.Fault, tgt *fakeTarget) faults.Heal {
 	t.Helper()
-	heal, err := f.Inject(testCtx(t), tgt)
+	heal, err := f.Inject(testkit.Context(t), tgt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,17 +44,22 @@ func TestAbortBeforeMetadataFault(t *testing.T) {
 		t.Fatalf("order %v", order)
 	}
 	// Room 2 stays held until Heal, which must release it.
-	if err := heal(testCtx(t)); err != nil {
+	if err := heal(testkit.Context(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := heal(testCtx(t)); err != nil {
+	if err := heal(testkit.Context(t)); err != nil {
 		t.Fatalf("second heal: %v", err)
 	}
 	rest := recvN(t, pull, 1)
 	if first(rest[0]) != GuardFrame+"/2" {
 		t.Fatalf("held metadata of room 2 not released on heal")
 	}
-	eventually(t, "reorder counted", func() bool { return f.Evidence().Counters["reordered"] >= 1 })
+	testkit.Eventually(t, 10*time.Second, func() error {
+		if n := f.Evidence().Counters["reordered"]; n < 1 {
+			return fmt.Errorf("reordered = %d, want >= 1", n)
+		}
+		return nil
+	})
 	ev := f.Evidence()
 	if !ev.Effective || ev.Counters["held"] != 2 || ev.Counters["seen_metadata"] != 2 {
 		t.Fatalf("evidence %+v", ev)
@@ -71,8 +77,13 @@ func TestHealReleasesHeldInOrder(t *testing.T) {
 	for i := range 5 {
 		send(t, push, metadata(fmt.Sprint(i)))
 	}
-	eventually(t, "5 held", func() bool { return f.Evidence().Counters["held"] == 5 })
-	if err := heal(testCtx(t)); err != nil {
+	testkit.Eventually(t, 10*time.Second, func() error {
+		if n := f.Evidence().Counters["held"]; n != 5 {
+			return fmt.Errorf("held = %d, want == 5", n)
+		}
+		return nil
+	})
+	if err := heal(testkit.Context(t)); err != nil {
 		t.Fatal(err)
 	}
 	got := recvN(t, pull, 5)
@@ -129,7 +140,12 @@ func TestDropDuplicateDelay(t *testing.T) {
 		if first(got[0]) != GuardFrame+"/1" || time.Since(start) < 50*time.Millisecond {
 			t.Fatalf("delayed ABORT not overtaken: %s", first(got[0]))
 		}
-		eventually(t, "reorder counted", func() bool { return f.Evidence().Counters["reordered"] == 1 })
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if n := f.Evidence().Counters["reordered"]; n != 1 {
+				return fmt.Errorf("reordered = %d, want == 1", n)
+			}
+			return nil
+		})
 		ev := f.Evidence()
 		if !ev.Effective || ev.Counters["delay_ms"] < 50 {
 			t.Fatalf("evidence %+v", ev)
@@ -151,18 +167,18 @@ func TestDropDuplicateDelay(t *testing.T) {
 func TestInjectRefusesAndLeavesNothing(t *testing.T) {
 	_, tgt := pair(t)
 	for _, link := range []string{"nope", "bootstrap"} {
-		_, err := (&Drop{Link: link}).Inject(testCtx(t), tgt)
+		_, err := (&Drop{Link: link}).Inject(testkit.Context(t), tgt)
 		if !errors.Is(err, contract.ErrUnsupported) || !strings.Contains(err.Error(), link) {
 			t.Fatalf("link %s: %v", link, err)
 		}
 	}
-	if _, err := (&DelayMessages{Link: "control/0", Max: time.Second}).Inject(testCtx(t), tgt); err == nil {
+	if _, err := (&DelayMessages{Link: "control/0", Max: time.Second}).Inject(testkit.Context(t), tgt); err == nil {
 		t.Fatal("random delay without a seeded Rand accepted")
 	}
 	tgt.interpose = func(ctx context.Context, _, _ string) error {
 		return errors.New("boom")
 	}
-	if _, err := (&Drop{Link: "control/0"}).Inject(testCtx(t), tgt); err == nil {
+	if _, err := (&Drop{Link: "control/0"}).Inject(testkit.Context(t), tgt); err == nil {
 		t.Fatal("interpose failure not reported")
 	}
 	assertClosed(t, tgt.viaAddr())
@@ -225,5 +241,30 @@ func TestRouteRewriter(t *testing.T) {
 	rr.Unmap("10.0.0.5:17000")
 	if got := get("/route?target_tp_rank=0"); !strings.Contains(got, "10.0.0.5") {
 		t.Fatalf("unmapped answer rewritten: %s", got)
+	}
+}
+
+// A message of unknown layout escapes no fault silently: an all-kinds Drop
+// lets it through untouched, and the evidence counts it as "unknown".
+func TestUnknownPassesAndIsCounted(t *testing.T) {
+	pull, tgt := pair(t)
+	f := &Drop{Link: "control/0"}
+	heal := inject(t, f, tgt)
+	push := dialT(t, tgt.viaAddr())
+	send(t, push, msg("junk", "x"), abort("3"), msg("junk", "y"))
+	got := recvN(t, pull, 2)
+	if first(got[0]) != "junk/x" || first(got[1]) != "junk/y" {
+		t.Fatalf("unknown messages not relayed: %s, %s", first(got[0]), first(got[1]))
+	}
+	ev := f.Evidence()
+	if ev.Counters["unknown"] != 2 || ev.Counters["dropped"] != 1 || ev.Counters["seen_abort"] != 1 {
+		t.Fatalf("evidence %+v, want 2 unknown passed and the ABORT dropped", ev.Counters)
+	}
+	fresh := &Drop{Link: "control/0", Kinds: []Kind{KindMetadata}}
+	if ev := fresh.Evidence(); ev.Counters["unknown"] != 0 || ev.Effective {
+		t.Fatalf("fresh evidence %+v, want unknown=0 shown", ev)
+	}
+	if err := heal(testkit.Context(t)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -4,22 +4,13 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/zmtp"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
 
 // fakeTarget has links and records Interpose calls; interpose may be
 // replaced to fail or block.
@@ -61,7 +52,7 @@ func (f *fakeTarget) viaAddr() string {
 // control link points at it.
 func pair(t *testing.T) (*zmtp.Pull, *fakeTarget) {
 	t.Helper()
-	pull, err := zmtp.Listen(testCtx(t), "127.0.0.1:0")
+	pull, err := zmtp.Listen(testkit.Context(t), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +65,7 @@ func pair(t *testing.T) (*zmtp.Pull, *fakeTarget) {
 
 func dialT(t *testing.T, addr string) *zmtp.Push {
 	t.Helper()
-	p, err := zmtp.Dial(testCtx(t), addr)
+	p, err := zmtp.Dial(testkit.Context(t), addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +76,7 @@ func dialT(t *testing.T, addr string) *zmtp.Push {
 func send(t *testing.T, p *zmtp.Push, msgs ...[][]byte) {
 	t.Helper()
 	for _, m := range msgs {
-		if err := p.Send(testCtx(t), m); err != nil {
+		if err := p.Send(testkit.Context(t), m); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -95,27 +86,13 @@ func recvN(t *testing.T, pull *zmtp.Pull, n int) [][][]byte {
 	t.Helper()
 	var out [][][]byte
 	for range n {
-		m, err := pull.Recv(testCtx(t))
+		m, err := pull.Recv(testkit.Context(t))
 		if err != nil {
 			t.Fatalf("recv after %d: %v", len(out), err)
 		}
 		out = append(out, m)
 	}
 	return out
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
 }
 
 func msg(parts ...string) [][]byte {

@@ -305,8 +305,8 @@ func (p *Proxy) read(c *pconn) {
 		if f.More() {
 			continue
 		}
-		kind, room, ok := Classify(frames)
-		p.queue(c, raw, &Message{Frames: frames, Kind: kind, Room: room, HasRoom: ok && kind != KindRegistration})
+		kind, room, hasRoom := Classify(frames)
+		p.queue(c, raw, &Message{Frames: frames, Kind: kind, Room: room, HasRoom: hasRoom})
 		raw, frames = nil, nil
 	}
 }

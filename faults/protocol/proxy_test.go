@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/zmtp"
 	"github.com/pdchaos/pdchaos/zmtp/zmtptest"
 )
 
 func listenProxy(t *testing.T, upstream string, rules ...Rule) *Proxy {
 	t.Helper()
-	p, err := Listen(testCtx(t), upstream, rules...)
+	p, err := Listen(testkit.Context(t), upstream, rules...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,11 +30,7 @@ func listenProxy(t *testing.T, upstream string, rules ...Rule) *Proxy {
 // long frames, a long-encoded small frame, commands between messages) and
 // compares what upstream got with what was sent, byte for byte.
 func TestTransparentByteForByte(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := testkit.Listen(t)
 	got := make(chan []byte, 1)
 	go func() {
 		c, err := ln.Accept()
@@ -88,8 +85,8 @@ func TestTransparentByteForByte(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("upstream never saw the end of the stream")
 	}
-	if s := p.Stats(); s.Seen[KindOther] != 400 {
-		t.Fatalf("proxy parsed %d messages, want 400", s.Seen[KindOther])
+	if s := p.Stats(); s.Seen[KindUnknown] != 400 {
+		t.Fatalf("proxy parsed %d messages, want 400", s.Seen[KindUnknown])
 	}
 }
 
@@ -118,7 +115,7 @@ func TestTransparentMessages(t *testing.T) {
 
 func TestProxyWithPyzmq(t *testing.T) {
 	zmtptest.RequirePyZMQ(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	want := [][][]byte{metadata("1"), abort("1"), msg(GuardFrame, "None", "ip", "1", "agent"), {bytes.Repeat([]byte("x"), 100000)}}
 
 	t.Run("pyzmq push to our pull", func(t *testing.T) {
@@ -157,11 +154,7 @@ func TestProxyWithPyzmq(t *testing.T) {
 }
 
 func TestNonZMTPPeerIsRelayedRaw(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := testkit.Listen(t)
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
@@ -185,5 +178,82 @@ func TestNonZMTPPeerIsRelayedRaw(t *testing.T) {
 	back, err := bufio.NewReader(c).ReadBytes('\n')
 	if err != nil || !bytes.Equal(back, line) {
 		t.Fatalf("echo through proxy: %q %v", back, err)
+	}
+}
+
+// libzmq on both ends: a pyzmq PUSH sends each dialect's reference frames
+// through the proxy to a pyzmq PULL. Every message arrives byte-for-byte
+// and in order, and the proxy classified each as its layout says.
+func TestProxyClassifiesDialectsFromPyzmq(t *testing.T) {
+	zmtptest.RequirePyZMQ(t)
+	type sent struct {
+		frames [][]byte
+		kind   Kind
+	}
+	dialects := map[string][]sent{
+		"nixl": {
+			{nixlRegistration(), KindRegistration},
+			{nixlTransferInfo("11"), KindMetadata},
+			{msg(AbortFrame, "11", "10.1.2.3", "41235"), KindAbort},
+			{msg(AbortFrame, "12", "10.1.2.3", "41235", "7"), KindAbort},
+			{msg(KVStatusFrame, "11", "0", "0", "Aborted by AbortReq"), KindStatus},
+			{msg(AbortAckFrame, "11", "0"), KindAck},
+		},
+		"mooncake": {
+			{mooncakeRegistration(), KindRegistration},
+			{mooncakeRegistration()[:10], KindRegistration},
+			{mooncakeTransferInfo("21"), KindMetadata},
+			{mooncakeTransferInfo("22")[:8], KindMetadata},
+			{msg(AbortFrame, "21", "10.1.2.3", "41235"), KindAbort},
+			{msg("21", "0", "0"), KindStatus},
+			{msg("22", "0", "1", "Failed to send kv chunk"), KindStatus},
+			{msg(AbortAckFrame, "21"), KindAck},
+			{msg(AbortAckFrame, "21", "1"), KindAck},
+			{msg(AuxDataFrame, "21", "0", "5", "\x00\x00\x00\x04", "data"), KindAux},
+			{msg("WATERMARK", "2", "8192", "10.1.2.3:17001"), KindStaging},
+		},
+	}
+	for name, msgs := range dialects {
+		t.Run(name, func(t *testing.T) {
+			ctx := testkit.Context(t)
+			msgs := append(msgs, sent{msg("junk", "x"), KindUnknown})
+			want := map[Kind]int64{}
+			var frames [][][]byte
+			for _, m := range msgs {
+				frames = append(frames, m.frames)
+				want[m.kind]++
+			}
+			py, err := zmtptest.StartPyPull(ctx, len(frames))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := listenProxy(t, py.Addr)
+			if err := zmtptest.PyPush(ctx, p.Addr(), frames); err != nil {
+				t.Fatal(err)
+			}
+			got, err := py.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(frames) {
+				t.Fatalf("pyzmq pull got %d messages, want %d", len(got), len(frames))
+			}
+			for i := range frames {
+				if len(got[i]) != len(frames[i]) {
+					t.Fatalf("message %d: %d frames, sent %d", i, len(got[i]), len(frames[i]))
+				}
+				for j := range frames[i] {
+					if !bytes.Equal(got[i][j], frames[i][j]) {
+						t.Fatalf("message %d frame %d differs", i, j)
+					}
+				}
+			}
+			s := p.Stats()
+			for _, k := range Kinds {
+				if s.Seen[k] != want[k] {
+					t.Errorf("seen %s = %d, want %d (all: %v)", k, s.Seen[k], want[k], s.Seen)
+				}
+			}
+		})
 	}
 }

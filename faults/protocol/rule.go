@@ -29,16 +29,20 @@ const (
 type Message struct {
 	Frames [][]byte
 	Kind   Kind
-	// Room is valid when HasRoom is true (metadata, abort, ack, status).
+	// Room is valid when HasRoom is true (metadata, abort, ack, status,
+	// aux and most staging messages).
 	Room    uint64
 	HasRoom bool
 }
 
 // Rule selects messages and says what to do with them. Rules are tried in
 // order; the first that matches decides. Zero-value selectors match
-// everything, so Rule{Action: ActDrop} drops every message.
+// everything the classifier knows, so Rule{Action: ActDrop} drops every
+// classified message; a KindUnknown message is matched only by a rule
+// whose Kinds name it, so no fault acts on what it cannot see.
 type Rule struct {
-	// Kinds limits the rule to these kinds; empty means all.
+	// Kinds limits the rule to these kinds; empty means every kind but
+	// KindUnknown.
 	Kinds []Kind
 	// Rooms limits the rule to these rooms; empty means any (and messages
 	// without a room).
@@ -75,6 +79,9 @@ func (r *Rule) matches(m Message) bool {
 		return false
 	}
 	if len(r.Kinds) > 0 && !slices.Contains(r.Kinds, m.Kind) {
+		return false
+	}
+	if m.Kind == KindUnknown && !slices.Contains(r.Kinds, KindUnknown) {
 		return false
 	}
 	if len(r.Rooms) > 0 && (!m.HasRoom || !slices.Contains(r.Rooms, m.Room)) {

@@ -7,14 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/internal/faketarget"
 	"github.com/pdchaos/pdchaos/faults/network"
 	"github.com/pdchaos/pdchaos/faults/process"
 	"github.com/pdchaos/pdchaos/faults/schedule"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
 // TestInterruptedRunLeavesNothing interrupts a Player while a fault of every
@@ -24,8 +23,7 @@ import (
 func TestInterruptedRunLeavesNothing(t *testing.T) {
 	for _, how := range []string{"cancel", "panic"} {
 		t.Run(how, func(t *testing.T) {
-			ignore := goleak.IgnoreCurrent()
-			t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+			testkit.NoLeaks(t)
 
 			sched := contract.HookSpec{Hook: contract.HookScheduler, Role: "decode", Rank: 0}
 			tg := faketarget.New(faketarget.EchoLink(t, "kv/0"), faketarget.EchoLink(t, "bootstrap"))

@@ -7,14 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/internal/faketarget"
 	"github.com/pdchaos/pdchaos/faults/schedule"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
 
 // probe is a fault that only counts: it shows what the player did.
 type probe struct {

@@ -113,6 +113,9 @@ func engineArgs(cfg engine.Config) []string {
 	for _, r := range cfg.Regressions {
 		add("regression", r)
 	}
+	if cfg.Wire != "" {
+		add("wire", string(cfg.Wire)) // every role: both sides speak one dialect
+	}
 	return a
 }
 

@@ -1,10 +1,9 @@
 // Package gate is pdchaos's pre-release gate, a Ginkgo suite (run it with
 // `make gate`; `make test` leaves it out to keep CI inside its budget).
-// Every preset scenario of the gate matrix (shared GATE.md) must pass on
-// the fixed engine with every checker pass or skip, and every known engine
-// regression must be caught by its scenario, failing the named checker.
-// A regression in the engine catalogue with no catching spec fails the
-// suite.
+// Every embedded preset scenario must pass on the fixed engine with every
+// checker pass or skip, and every regression in contract.Catalogue() must be
+// caught by the scenario the catalogue names, failing the checker it names.
+// A preset without gate labels fails the suite, naming it.
 //
 // Specs run one at a time (Serial): the harness's no-leaks checker counts
 // every goroutine of the test process. Each spec writes its runs under

@@ -13,6 +13,7 @@ import (
 	"github.com/pdchaos/pdchaos/harness/check"
 	"github.com/pdchaos/pdchaos/harness/target"
 	"github.com/pdchaos/pdchaos/suites/labels"
+	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
 // Spec timeouts: a run is its scenario's length (10-12 s) plus drain,
@@ -24,35 +25,72 @@ const (
 	catchTries   = 3
 )
 
+// gateLabels are the labels a preset gets beyond its fault kinds: the
+// components it stresses and whether it is disruptive (kills processes).
+type gateLabels struct {
+	components []string
+	disruptive bool
+}
+
+// presetLabels gives each preset its gate labels. Which presets run comes
+// from the embedded scenario files, not from this map; a preset missing
+// here fails the gate's completeness spec, naming it.
+func presetLabels() map[string]gateLabels {
+	return map[string]gateLabels{
+		"abort-storm":              {[]string{"engine"}, false},
+		"kill-all-cascade":         {[]string{"engine", "agents"}, false},
+		"abort-overtakes-metadata": {[]string{"control-link", "prefill"}, false},
+		"late-registration":        {[]string{"control-link"}, false},
+		"paused-transfer-workers":  {[]string{"transfer"}, false},
+		"control-link-reset":       {[]string{"control-link"}, false},
+		"decode-restart":           {[]string{"decode", "procs"}, true},
+		"tp2-abort-storm":          {[]string{"tp"}, false},
+		"stale-kv-writes":          {[]string{"kv-pool", "transfer"}, false},
+	}
+}
+
+// presetNames lists every embedded preset scenario.
+func presetNames() []string {
+	names, err := harness.PresetNames(scenarios.FS)
+	if err != nil || len(names) == 0 {
+		panic(fmt.Sprintf("gate: no preset scenarios embedded: %v", err)) // tree construction: fail the suite
+	}
+	return names
+}
+
 var _ = Describe("pre-release gate", Serial, func() {
 	v := labels.New()
 
 	Describe("presets pass on the fixed engine", func() {
-		for _, p := range []struct {
-			name       string
-			components []string
-			disruptive bool
-		}{
-			{"abort-storm", []string{"engine"}, false},
-			{"kill-all-cascade", []string{"engine", "agents"}, false},
-			{"abort-overtakes-metadata", []string{"control-link", "prefill"}, false},
-			{"late-registration", []string{"control-link"}, false},
-			{"paused-transfer-workers", []string{"transfer"}, false},
-			{"control-link-reset", []string{"control-link"}, false},
-			{"decode-restart", []string{"decode", "procs"}, true},
-			{"tp2-abort-storm", []string{"tp"}, false},
-			{"stale-kv-writes", []string{"kv-pool", "transfer"}, false},
-		} {
-			ls := append(scenarioLabels(p.name), labels.Slow)
+		It("every embedded preset has gate labels, and every labelled preset exists", func(ctx SpecContext) {
+			names := presetNames()
+			var missing, stale []string
+			for _, n := range names {
+				if _, ok := presetLabels()[n]; !ok {
+					missing = append(missing, n)
+				}
+			}
+			for n := range presetLabels() {
+				if !slices.Contains(names, n) {
+					stale = append(stale, n)
+				}
+			}
+			Expect(missing).To(BeEmpty(), "presets in suites/scenarios with no entry in presetLabels")
+			Expect(stale).To(BeEmpty(), "presetLabels entries with no preset file")
+		}, SpecTimeout(time.Minute))
+
+		for _, name := range presetNames() {
+			p := presetLabels()[name]
+			ls := append(scenarioLabels(name), labels.Slow)
 			for _, c := range p.components {
 				ls = append(ls, labels.Component(c))
 			}
 			if p.disruptive {
 				ls = append(ls, labels.Disruptive)
 			}
-			It(p.name, v.Label(ls...), func(ctx SpecContext) {
+			It(name, v.Label(ls...), func(ctx SpecContext) {
 				dir := specDir()
-				sc := loadPreset(p.name)
+				sc := loadPreset(name)
 				var bin string
 				if sc.Target == "procs" {
 					bin = buildPdchaos(ctx)
@@ -72,32 +110,12 @@ var _ = Describe("pre-release gate", Serial, func() {
 		}
 	})
 
-	// The catching scenario of every regression, as in harness's
-	// TestRunCatchesRegressions.
-	catches := []struct{ regression, scenario, check string }{
-		{contract.AbortBeforeStatus, "abort-overtakes-metadata", contract.CheckRoomsTerminal},
-		{contract.StatusResurrection, "paused-transfer-workers", contract.CheckRoomsTerminal},
-		{contract.UnknownRoomWaiting, "late-registration", contract.CheckRoomsTerminal},
-		{contract.BootstrapThreadDeath, "abort-storm", contract.CheckLiveness},
-		{contract.DecodeAbortLeak, "abort-storm", contract.CheckSlotsReleased},
-		{contract.RankDesync, "tp2-abort-storm", contract.CheckLiveness},
-		{contract.FreeBeforeAck, "stale-kv-writes", contract.CheckIntegrity},
-	}
-
 	Describe("regressions are caught", func() {
-		It("every regression in the engine catalogue has a catching scenario", func(ctx SpecContext) {
-			var missing []string
-			for _, name := range contract.RegressionNames() {
-				if !slices.ContainsFunc(catches, func(c struct{ regression, scenario, check string }) bool {
-					return c.regression == name
-				}) {
-					missing = append(missing, name)
-				}
-			}
-			Expect(missing).To(BeEmpty(), "regressions no gate spec catches")
-		}, SpecTimeout(time.Minute))
-
-		for _, c := range catches {
+		// The catching scenario and checker of every regression come from
+		// the catalogue (contract.Catalogue()); the catalogue's own test
+		// checks that each names a preset and a checker.
+		for _, r := range contract.Catalogue() {
+			c := struct{ regression, scenario, check string }{r.Name, r.Caught.Scenario, r.Caught.Checker}
 			ls := append(scenarioLabels(c.scenario), labels.Slow, labels.Regression(c.regression))
 			text := fmt.Sprintf("%s by %s (%s)", c.regression, c.scenario, c.check)
 			It(text, v.Label(ls...), func(ctx SpecContext) {

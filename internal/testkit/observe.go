@@ -1,10 +1,4 @@
-// Package observe reads an engine the way an operator does — /metrics,
-// /debug/rooms, /health — so tests of the engine, the faults and the agents
-// judge it through one definition of "drained" instead of three copies.
-//
-// observe imports only engine and the Prometheus parsers; it must not import
-// faults, agents, harness, suites or Ginkgo.
-package observe
+package testkit
 
 import (
 	"context"
@@ -106,10 +100,24 @@ func Gauge(ctx context.Context, url, name string) (float64, error) {
 	return sum, nil
 }
 
-// Target is what Drained reads: the bundled engine's URLs.
+// Target is what Drained reads: the bundled engine's URLs
+// (*engine.Cluster has them).
 type Target interface {
 	MetricsURLs() []string
 	EngineURLs() []string
+}
+
+// GaugeIs returns nil when the gauge or counter name at url sums to want,
+// or says what it is instead: a condition for Eventually.
+func GaugeIs(ctx context.Context, url, name string, want float64) error {
+	v, err := Gauge(ctx, url, name)
+	if err != nil {
+		return err
+	}
+	if v != want {
+		return fmt.Errorf("%s = %v, want %v", name, v, want)
+	}
+	return nil
 }
 
 // Drained returns nil once every slot gauge on every engine is 0 and no
