@@ -6,7 +6,8 @@
 //
 // It owns IO and goroutines (each with a ctx and a stop path); the event
 // schema and the judging live in harness/check. record may import check,
-// contract and Prometheus's text parser (prometheus/common, client_model);
-// it must not import the engine, the targets (it reads URLs through
-// Sources), faults' injectors, harness, suites or Ginkgo.
+// contract, golang.org/x/sync and Prometheus's text parser
+// (prometheus/common, client_model); it must not import the engine, the
+// targets (it reads URLs through Sources), faults' injectors, harness,
+// suites or Ginkgo.
 package record
