@@ -30,7 +30,7 @@ import (
 // at 200k tokens/s, so an agent prompt of 3-11k tokens batched with its peers
 // spends tens to hundreds of milliseconds before its first token, which is
 // where opencode-30's queued cancels (0-300ms after send) land.
-var engineConfig = engine.Config{DecodeTokensPerSec: 150, PrefillTokensPerSec: 200_000}
+var engineConfig = contract.EngineConfig{DecodeTokensPerSec: 150, PrefillTokensPerSec: 200_000}
 
 // drainDeadline bounds how long the engine may take to release everything
 // after the swarm stops. The fixed engine's own deadlines are 10s

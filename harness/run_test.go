@@ -219,7 +219,7 @@ type keepSource struct {
 	c *engine.Cluster
 }
 
-func (k *keepSource) Open(ctx context.Context, cfg engine.Config) (target.Target, error) {
+func (k *keepSource) Open(ctx context.Context, cfg contract.EngineConfig) (target.Target, error) {
 	c, err := engine.StartCluster(ctx, cfg, nil)
 	k.c = c
 	return c, err

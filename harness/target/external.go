@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
-	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/faults/hooks"
 )
 
@@ -104,7 +103,7 @@ type ExternalSource struct{ Target *External }
 func (ExternalSource) Kind() string { return "external" }
 
 // Open validates the URLs and checks the router answers.
-func (s ExternalSource) Open(ctx context.Context, _ engine.Config) (Target, error) {
+func (s ExternalSource) Open(ctx context.Context, _ contract.EngineConfig) (Target, error) {
 	if err := s.Target.Validate(); err != nil {
 		return nil, err
 	}

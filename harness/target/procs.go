@@ -27,7 +27,7 @@ import (
 // unsupported (the link table lives inside each process).
 type Procs struct {
 	bin  string
-	cfg  engine.Config
+	cfg  contract.EngineConfig
 	logw io.Writer
 
 	mu      sync.Mutex
@@ -58,7 +58,7 @@ type readyLine struct {
 // StartProcs starts prefill, decode and router from the pdchaos binary bin
 // with cfg, each on OS-chosen loopback ports; stderr of the roles goes to
 // logw (nil discards). Close stops them.
-func StartProcs(ctx context.Context, bin string, cfg engine.Config, logw io.Writer) (*Procs, error) {
+func StartProcs(ctx context.Context, bin string, cfg contract.EngineConfig, logw io.Writer) (*Procs, error) {
 	if logw == nil {
 		logw = io.Discard
 	}
@@ -84,7 +84,7 @@ func StartProcs(ctx context.Context, bin string, cfg engine.Config, logw io.Writ
 }
 
 // engineArgs turns cfg into `pdchaos engine` flags.
-func engineArgs(cfg engine.Config) []string {
+func engineArgs(cfg contract.EngineConfig) []string {
 	a := []string{"engine"}
 	add := func(k, v string) { a = append(a, "--"+k+"="+v) }
 	if cfg.TP > 0 {
@@ -325,7 +325,7 @@ type ProcsSource struct {
 func (ProcsSource) Kind() string { return "procs" }
 
 // Open starts the three role processes with cfg.
-func (s ProcsSource) Open(ctx context.Context, cfg engine.Config) (Target, error) {
+func (s ProcsSource) Open(ctx context.Context, cfg contract.EngineConfig) (Target, error) {
 	if s.Bin == "" {
 		return nil, errors.New("open procs target: no pdchaos binary given")
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 )
 
 // pdchaosBin is the CLI built once for process-mode tests ("" in -short).
@@ -43,7 +43,7 @@ func TestProcsRestartSameAddresses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts engine processes")
 	}
-	procs, err := StartProcs(t.Context(), pdchaosBin, engine.Config{}, nil)
+	procs, err := StartProcs(t.Context(), pdchaosBin, contract.EngineConfig{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

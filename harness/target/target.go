@@ -83,7 +83,7 @@ type Source interface {
 	// Kind names the source for results ("bundled", "procs", "external").
 	Kind() string
 	// Open starts or attaches to the target; the caller closes it.
-	Open(ctx context.Context, cfg engine.Config) (Target, error)
+	Open(ctx context.Context, cfg contract.EngineConfig) (Target, error)
 	// InProcess says whether the target's goroutines live in this process,
 	// so the no-leaks check can count them after Close.
 	InProcess() bool
@@ -100,7 +100,7 @@ type Bundled struct{}
 func (Bundled) Kind() string { return "bundled" }
 
 // Open starts an engine.Cluster with cfg.
-func (Bundled) Open(ctx context.Context, cfg engine.Config) (Target, error) {
+func (Bundled) Open(ctx context.Context, cfg contract.EngineConfig) (Target, error) {
 	c, err := engine.StartCluster(ctx, cfg, nil)
 	if err != nil {
 		return nil, fmt.Errorf("start bundled engine: %w", err)
