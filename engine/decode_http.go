@@ -69,6 +69,8 @@ func (d *Decode) samples() []rankSample {
 			contract.MetricRunning: float64(l.Running), contract.MetricQueue: 0,
 			contract.MetricTokenUsage:         float64(l.PagesUsed) / float64(l.PagesTotal),
 			contract.MetricBootstrapLoopAlive: 1, contract.MetricAwaitingAck: float64(l.AwaitingAck), contract.MetricSchedulerHung: hung,
+			contract.MetricPagesUsed: float64(l.Pages.Used), contract.MetricPagesFree: float64(l.Pages.Free),
+			contract.MetricPagesTotal: float64(l.Pages.Total), contract.MetricPagesOwnedTwice: float64(l.Pages.OwnedTwice),
 		}, counters: map[string]float64{
 			contract.MetricBootstrapFailed: 0, contract.MetricTransferFailed: float64(d.core.TransferFailed),
 			contract.MetricRequests: float64(d.requests.Load()), contract.MetricGenerationTokens: float64(d.tokens.Load()),

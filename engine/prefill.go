@@ -432,13 +432,20 @@ func (p *Prefill) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	case err = <-done:
 	case <-r.Context().Done():
 		p.mu.Lock()
-		p.core.Abort(time.Now(), rid)
+		if !p.core.Abort(time.Now(), rid) {
+			p.core.ClientGone(time.Now(), room, rid)
+		}
 		p.mu.Unlock()
 		p.kick(p.wake)
 		return
 	case <-p.ctx.Done():
 		writeError(w, http.StatusServiceUnavailable, "prefill shutting down")
 		return
+	}
+	if r.Context().Err() != nil {
+		p.mu.Lock()
+		p.core.ClientGone(time.Now(), room, rid) // the cancel came as the room ended
+		p.mu.Unlock()
 	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("prefill room %d: %v", room, err))

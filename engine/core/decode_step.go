@@ -323,13 +323,15 @@ type DecodeLens struct {
 	Prealloc, Transfer, Running int
 	PagesUsed, PagesTotal       int
 	AwaitingAck                 int
+	// Pages is the rank's page accounting (pages owned twice, counts).
+	Pages PageAccounting
 }
 
 // Lens returns rank's queue lengths.
 func (d *Decode) Lens(rank int) DecodeLens {
 	rk := d.ranks[rank]
 	return DecodeLens{Prealloc: len(rk.prealloc), Transfer: len(rk.transfer), Running: len(d.running),
-		PagesUsed: rk.pool.Used(), PagesTotal: rk.pool.Total(), AwaitingAck: len(d.awaiting)}
+		PagesUsed: rk.pool.Used(), PagesTotal: rk.pool.Total(), AwaitingAck: len(d.awaiting), Pages: rk.pool.Accounting()}
 }
 
 // Ranks returns the number of TP ranks.
