@@ -221,8 +221,10 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 		return fmt.Errorf("reset target before the run: %w", err)
 	}
 	checks := sc.Checks.withDefaults()
+	deadlines, margin := roomDeadlines(r.src.Kind(), sc.Engine)
 	r.rec = &record.Recorder{Target: t, Log: r.log, Interval: checks.ScrapeInterval,
-		Watchdog: &record.Watchdog{Window: checks.WedgeWindow}, OnWedge: r.o.OnWedge}
+		Watchdog: &record.Watchdog{Window: checks.WedgeWindow, Deadlines: deadlines, Margin: margin, BaseWall: r.base},
+		OnWedge:  r.o.OnWedge}
 	defer r.rec.Close()
 	var answers agents.CheckFunc
 	if !r.o.NoAnswerCheck {
@@ -237,6 +239,7 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 
 	recCtx, stopRec := context.WithCancel(ctx)
 	defer stopRec()
+	r.rec.Once(ctx) // the baseline slots-released compares with: before any load
 	bg, bgCtx := errgroup.WithContext(recCtx)
 	bg.Go(func() error { return r.rec.Run(bgCtx) })
 	if r.o.Progress != nil {
