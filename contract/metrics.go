@@ -70,11 +70,14 @@ func NeededGauges(engineType string) []string {
 		MetricDecodeTransferQueue, MetricRunning, MetricQueue, MetricTokenUsage}
 }
 
-// QueueGauges are the gauges of requests waiting (not running): the live
-// watchdog flags them growing while the engine completes nothing.
+// QueueGauges are the gauges of requests waiting for the engine's own
+// resources: decode's prealloc queue (pages) and the waiting queue (a batch
+// slot). The live watchdog flags them growing while the engine completes
+// nothing. Queues that wait on the peer (prefill's bootstrap and inflight,
+// decode's transfer queue) are left to the rooms' deadlines and the stuck
+// gauge rule: under load they grow whenever the peer is the bottleneck.
 func QueueGauges() []string {
-	return []string{MetricPrefillBootstrapQueue, MetricPrefillInflightQueue,
-		MetricDecodePreallocQueue, MetricDecodeTransferQueue, MetricQueue}
+	return []string{MetricDecodePreallocQueue, MetricQueue}
 }
 
 // MetricLabels is SGLang's label set on every engine metric.

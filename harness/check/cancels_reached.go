@@ -24,7 +24,10 @@ const EventAbortRequest = "abort-request"
 // reached both prefill and decode: on each side the room recorded the
 // client's abort within DefaultCancelBound (any time, if a fault window
 // overlapped that bound), or it had already ended there when the client
-// cancelled. A room a side never recorded is counted as unseen, not judged.
+// cancelled, or it completed (Success) within the bound, racing the cancel.
+// Ending Failed without the client's abort (by the peer's ABORT, or a
+// deadline) is a cancel that did not reach that side. A room a side never
+// recorded is counted as unseen, not judged.
 func checkCancelsReached(v *View) CheckResult {
 	recs := map[string]map[uint64]contract.RoomRecord{}
 	for src, ended := range v.Ended {
@@ -99,7 +102,7 @@ func checkCancelsReached(v *View) CheckResult {
 // cancelReached judges one side's record of a room the client cancelled at
 // offset tc: reached when it recorded the client's abort in time (at any
 // time when excused by a fault; late says that excuse was used), or when it
-// had ended before the cancel.
+// had ended before the cancel or completed within the bound.
 func cancelReached(r contract.RoomRecord, tc time.Duration, excused bool, base time.Time) (why string, reached, late bool) {
 	var ended time.Duration = -1
 	for _, e := range r.Events {
@@ -117,8 +120,11 @@ func cancelReached(r contract.RoomRecord, tc time.Duration, excused bool, base t
 			ended = at
 		}
 	}
-	if ended >= 0 && ended <= tc {
-		return "", true, false
+	switch {
+	case ended >= 0 && ended <= tc:
+		return "", true, false // it had ended before the client left
+	case ended >= 0 && ended <= tc+DefaultCancelBound && r.LastState == contract.StateSuccess:
+		return "", true, false // it completed as the client left: nothing was left to cancel
 	}
 	if ended >= 0 {
 		return fmt.Sprintf("never recorded the client's abort; the room ended %v after the cancel (last state %s): %s",

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
@@ -198,5 +199,34 @@ func TestReadEventsNamesTheLine(t *testing.T) {
 	_, err := ReadEvents(strings.NewReader("{\"t\":1,\"type\":\"run\"}\n\n{not json\n"))
 	if err == nil || !strings.Contains(err.Error(), "line 3") {
 		t.Fatalf("error %v, want one naming line 3", err)
+	}
+}
+
+// TestCancelReachedRules: one side's room history against a cancel at 1s.
+func TestCancelReachedRules(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	at := func(d time.Duration, kind string) contract.Event { return contract.Event{At: base.Add(d), Kind: kind} }
+	s := time.Second
+	for _, tc := range []struct {
+		name    string
+		last    string
+		events  []contract.Event
+		excused bool
+		want    bool
+	}{
+		{"client's abort in time", contract.StateFailed, []contract.Event{at(0, "status"), at(s+20*time.Millisecond, EventAbortRequest), at(2*s, "clear")}, false, true},
+		{"ended before the cancel", contract.StateSuccess, []contract.Event{at(0, "status"), at(s/2, "clear")}, false, true},
+		{"completed racing the cancel", contract.StateSuccess, []contract.Event{at(0, "status"), at(s+12*time.Millisecond, "clear")}, false, true},
+		{"failed by the peer's ABORT", contract.StateFailed, []contract.Event{at(0, "status"), at(s+25*time.Millisecond, "abort-received"), at(s+30*time.Millisecond, "clear")}, false, false},
+		{"ended by a deadline", contract.StateFailed, []contract.Event{at(0, "status"), at(11*s, "clear")}, false, false},
+		{"abort too late", contract.StateFailed, []contract.Event{at(0, "status"), at(7*s, EventAbortRequest)}, false, false},
+		{"abort late under a fault", contract.StateFailed, []contract.Event{at(0, "status"), at(7*s, EventAbortRequest)}, true, true},
+		{"still held, no abort", contract.StateBootstrapping, []contract.Event{at(0, "status")}, true, false},
+	} {
+		r := contract.RoomRecord{Room: 1, State: tc.last, LastState: tc.last, Events: tc.events}
+		if why, got, _ := cancelReached(r, s, tc.excused, base); got != tc.want {
+			t.Errorf("%s: reached %v (%s), want %v", tc.name, got, why, tc.want)
+		}
 	}
 }
