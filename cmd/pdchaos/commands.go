@@ -21,9 +21,9 @@ import (
 )
 
 // addCommands registers the harness commands (run, repro, soak, watch,
-// faults reset and faults list).
+// faults reset, faults list and probes).
 func addCommands(root *cobra.Command) {
-	root.AddCommand(newRunCmd(), newReproCmd(), newSoakCmd(), newWatchCmd(), newFaultsCmd())
+	root.AddCommand(newRunCmd(), newReproCmd(), newSoakCmd(), newWatchCmd(), newFaultsCmd(), newProbesCmd())
 }
 
 // newReproCmd replays a run from its bundle: the resolved scenario with its
