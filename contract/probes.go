@@ -40,6 +40,7 @@ const (
 	ProbePrefillStatusTombstone
 	ProbePrefillAbortDropped
 	ProbePrefillLateWriteDropped
+	ProbePrefillLateWriteReinserts
 	ProbePrefillCreatedAfterAbort
 	ProbePrefillFailedSticky
 	ProbePrefillFailedRevived
@@ -270,6 +271,7 @@ func probeTable() []Probe {
 		pp(ProbePrefillStatusTombstone, "prefill/status-tombstone", "a Failed write for an absent room leaves a tombstone instead of being dropped"),
 		pr(ProbePrefillAbortDropped, "prefill/abort-dropped", AbortBeforeStatus, "a Failed write for an absent room is dropped (upstream #24539)"),
 		pp(ProbePrefillLateWriteDropped, "prefill/late-write-dropped", "a transfer worker's status write for a cleared room is dropped, never re-inserting it"),
+		pr(ProbePrefillLateWriteReinserts, "prefill/late-write-reinserts", StatusResurrection, "a transfer worker's late write re-inserts a cleared room"),
 		pp(ProbePrefillCreatedAfterAbort, "prefill/created-after-abort", "a room created after its ABORT starts Failed (the tombstone wins)"),
 		pp(ProbePrefillFailedSticky, "prefill/failed-sticky", "a write to a Failed room changes nothing: Failed is sticky until clear"),
 		pr(ProbePrefillFailedRevived, "prefill/failed-revived", StatusResurrection, "a later write revives a Failed room (also abort-before-status: the sender max-merges over Failed)"),

@@ -110,6 +110,11 @@ func (t *StatusTable) Update(now time.Time, room uint64, s KVPoll, w Writer, why
 			t.hist.Add(now, room, t.side, t.rank, "status", Failed, string(w)+": "+why+" (aborted earlier)")
 			return
 		}
+		if w == WriterWorker {
+			// Only with status-resurrection: a late worker write re-inserts
+			// a cleared room.
+			t.hit(contract.ProbePrefillLateWriteReinserts, contract.ProbeDecodeStatusUnexpected)
+		}
 		t.status[room] = s
 		t.hist.Add(now, room, t.side, t.rank, "status", s, string(w)+": "+why)
 		return
