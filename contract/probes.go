@@ -355,7 +355,7 @@ func probeTable() []Probe {
 
 		pp(ProbeRouterPrefillFailed, "router/prefill-failed", "the prefill request failed (error, cancel or connection loss) or answered an error status"),
 		pp(ProbeRouterClientLeftEarly, "router/client-left-early", "the client left before decode answered: the prefill request is cancelled"),
-		pp(ProbeRouterClientLeftMidAnswer, "router/client-left-mid-answer", "the client left while its answer streamed: the prefill request is cancelled"),
+		pp(ProbeRouterClientLeftMidAnswer, "router/client-left-mid-answer", "the client left while its answer streamed and prefill still ran: the prefill request is cancelled"),
 		pp(ProbeRouterDecodeFailed, "router/decode-failed", "the decode request failed before a response: 502"),
 		pp(ProbeRouterDecodeErrorStatus, "router/decode-error-status", "decode answered with an error status"),
 		pp(ProbeRouterUpstreamError, "router/upstream-error", "decode's stream carried an error event"),

@@ -165,7 +165,11 @@ func (rt *Router) dispatch(r *http.Request, req contract.GenerateRequest) (*http
 	}()
 	done := func() {
 		if r.Context().Err() != nil {
-			rt.probes.Hit(contract.ProbeRouterClientLeftMidAnswer)
+			if pctx.Err() == nil {
+				// The prefill request is still running (not only a client
+				// that hung up after reading its whole answer).
+				rt.probes.Hit(contract.ProbeRouterClientLeftMidAnswer)
+			}
 			cancelPrefill() // the client left before its answer was complete
 		}
 		close(answered)
