@@ -68,6 +68,7 @@ const (
 	ProbePrefillChunkRefused
 	ProbePrefillClientGone
 	ProbePrefillAbortEndpoint
+	ProbePrefillRouteUnknownRank
 	ProbePrefillNoticeQueueFull
 	ProbePrefillNoticeConnectFailed
 	ProbePrefillNoticeSendFailed
@@ -299,6 +300,7 @@ func probeTable() []Probe {
 		pp(ProbePrefillChunkRefused, "prefill/chunk-refused", "decode answered a chunk with room inactive"),
 		pp(ProbePrefillClientGone, "prefill/client-gone", "the /generate caller left before prefill finished: the request is aborted locally"),
 		pp(ProbePrefillAbortEndpoint, "prefill/abort-endpoint", "/abort_request named a rid"),
+		pp(ProbePrefillRouteUnknownRank, "prefill/route-unknown-rank", "the bootstrap server was asked for a rank prefill does not have (TP mismatch): 404"),
 		pp(ProbePrefillNoticeQueueFull, "prefill/notice-queue-full", "a notice to decode is dropped: the peer's send queue is full"),
 		pp(ProbePrefillNoticeConnectFailed, "prefill/notice-connect-failed", "a notice to decode is lost: its notify socket could not be dialled"),
 		pp(ProbePrefillNoticeSendFailed, "prefill/notice-send-failed", "a notice to decode is lost: the connection broke while sending"),
@@ -362,4 +364,21 @@ func probeTable() []Probe {
 		pp(ProbeRouterStreamEndedEarly, "router/stream-ended-early", "decode's stream ended or broke before the finish reason"),
 		pp(ProbeRouterBadEvent, "router/bad-event", "a stream event that is not JSON is skipped"),
 	}
+}
+
+// UnhitProbes returns, in table order, the probes no run hit: each run is
+// probe name → hits, as a run records them (the gate fails naming these,
+// less the ones it lists as unreachable today).
+func UnhitProbes(runs ...map[string]int64) []Probe {
+	var out []Probe
+	for _, p := range Probes() {
+		hit := false
+		for _, r := range runs {
+			hit = hit || r[p.Name] > 0
+		}
+		if !hit {
+			out = append(out, p)
+		}
+	}
+	return out
 }

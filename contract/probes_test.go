@@ -187,3 +187,24 @@ func constName(t *testing.T, id ProbeID) string {
 	}
 	return "?"
 }
+
+// TestUnhitProbes: a probe counts as hit when any run hit it.
+func TestUnhitProbes(t *testing.T) {
+	t.Parallel()
+	all := probeTable()
+	runs := []map[string]int64{{}, {}}
+	for i, p := range all {
+		if i > 0 { // every probe but the first, spread over two runs, one with a zero
+			runs[i%2][p.Name] = int64(i)
+		}
+	}
+	runs[0][all[1].Name] = 0
+	runs[1][all[1].Name] = 2
+	got := UnhitProbes(runs...)
+	if len(got) != 1 || got[0].Name != all[0].Name {
+		t.Fatalf("UnhitProbes = %v, want only %s", got, all[0].Name)
+	}
+	if got := UnhitProbes(); len(got) != NumProbes {
+		t.Errorf("no runs: %d unhit, want all %d", len(got), NumProbes)
+	}
+}

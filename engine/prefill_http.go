@@ -107,6 +107,7 @@ func (p *Prefill) bootstrapRoutes() http.Handler {
 			return
 		}
 		if rank < 0 || rank >= len(p.pulls) {
+			p.probes.Hit(contract.ProbePrefillRouteUnknownRank)
 			writeError(w, http.StatusNotFound, "no such prefill rank "+strconv.Itoa(rank))
 			return
 		}
