@@ -341,7 +341,7 @@ func probeTable() []Probe {
 		pp(ProbeDecodeStatusNotFailed, "decode/status-not-failed", "a status notice other than Failed is ignored"),
 		pp(ProbeDecodePrefillLostRoom, "decode/prefill-lost-room", "a room paired with a lost prefill fails at once"),
 		pp(ProbeDecodeFailedSticky, "decode/failed-sticky", "a write to a Failed room changes nothing: Failed is sticky until clear"),
-		pp(ProbeDecodeStatusUnexpected, "decode/status-unexpected", "a status branch only prefill should take (tombstone, late worker write, absent room read, revive) ran on decode"),
+		pp(ProbeDecodeStatusUnexpected, "decode/status-unexpected", "a status branch the fixed decode never takes (tombstone, late worker write, absent room read as waiting, revive) ran on decode: only a regression gets here"),
 		pp(ProbeDecodeHeartbeatMiss, "decode/heartbeat-miss", "a prefill's /health did not answer 200 in time"),
 		pp(ProbeDecodePrefillLost, "decode/prefill-lost", "a prefill missed heartbeats in a row: its rooms fail and its route is forgotten"),
 		pp(ProbeDecodeRouteFailed, "decode/route-failed", "prefill's bootstrap server did not give the control route: the request is refused"),

@@ -305,7 +305,7 @@ func notScriptedInCore() map[string]string {
 		"prefill/orphan-status-swept": "defensive backstop: every ordering that opens a room without a request also leaves its TransferInfo, swept first",
 		"prefill/no-transfer-info":    "needs an absent room that reads WaitingForInput on one rank while another forwards (unknown-room-waiting, TP>1)",
 		"decode/kv-changed":           "needs a late write into the pages of a request already decoding (free-before-ack, with the write landing after commit)",
-		"decode/status-unexpected":    "should never be hit: decode writes Failed only for rooms it holds and has no transfer workers",
+		"decode/status-unexpected":    "the fixed decode never gets here (it writes Failed only for rooms it holds and has no transfer workers); only a regression that loosens the status table does",
 	}
 }
 
