@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
-	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
 )
@@ -35,7 +34,7 @@ func probeSeries(t *testing.T, url string) map[string]float64 {
 // /debug/probes.
 func TestProbesReportCancelledRequest(t *testing.T) {
 	testkit.NoLeaks(t)
-	c := testcluster.Start(t, engine.Config{DecodeTokensPerSec: 50})
+	c := testcluster.Start(t, contract.EngineConfig{DecodeTokensPerSec: 50})
 	prefillURL, decodeURL := c.EngineURLs()[0], c.EngineURLs()[1]
 	routerURL := "http://" + c.Router.Addr()
 
