@@ -1,7 +1,7 @@
 // Package record is the live side of a run: EventLog writes events.jsonl
 // (one monotonic clock, safe for concurrent use) and ReadEventsFile reads it
 // back; Recorder scrapes every engine's /metrics and /debug/rooms into the
-// log; Watchdog flags a gauge stuck above zero with no progress the moment a
+// log, and at the end every role's code probe hits (/debug/probes); Watchdog flags a gauge stuck above zero with no progress the moment a
 // scrape shows it, and Watch runs it alone (`pdchaos watch`).
 //
 // It owns IO and goroutines (each with a ctx and a stop path); the event
