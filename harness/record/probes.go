@@ -25,7 +25,9 @@ func (r *Recorder) FinalProbes(ctx context.Context, bases []string) {
 
 // fetchProbes reads one role's /debug/probes.
 func fetchProbes(ctx context.Context, c *http.Client, base string) check.CodeProbes {
-	fail := func(err error) check.CodeProbes { return check.CodeProbes{Err: fmt.Sprintf("probes %s: %v", base, err)} }
+	fail := func(err error) check.CodeProbes {
+		return check.CodeProbes{Err: fmt.Sprintf("probes %s: %v", base, err)}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+contract.PathDebugProbes, nil)
 	if err != nil {
 		return fail(err)
