@@ -84,6 +84,7 @@ func unreachableInGate() map[string]string {
 		"prefill/transfer-error-clears":  someSeeds + " (unknown-room-waiting): decode must refuse a chunk of a room it aborted",
 		"prefill/abort-orphan-cleared":   someSeeds + ": decode's metadata and then its ABORT must both beat prefill's request",
 		"prefill/created-after-abort":    someSeeds + ": decode's ABORT must beat prefill's request for the room",
+		"prefill/failed-revived":         someSeeds + " (abort-before-status, status-resurrection): a write must follow the Failed one on a room still held",
 		"decode/fail-notice":             someSeeds + ": prefill's Failed status must reach decode while decode still holds the room",
 	}
 }
