@@ -110,3 +110,10 @@ func EngineGauges() []string {
 func EngineCounters() []string {
 	return append(ProgressCounters(), MetricMalformedControl, MetricStrayChunks, MetricForeignWrites)
 }
+
+// MetricProbeHits counts hits of each code probe (label LabelProbe, plus
+// MetricLabels); every probe of the role is exported, zero ones too.
+const MetricProbeHits = "pdchaos:probe_hits_total"
+
+// LabelProbe is the label naming the probe on MetricProbeHits.
+const LabelProbe = "probe"

@@ -23,7 +23,7 @@ func (d *Decode) Hooks() contract.Hooks {
 
 func (d *Decode) routesHandler() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(d.cfg.Model, "decode", d.samples))
+	reg.MustRegister(newCollector(d.cfg.Model, "decode", d.samples), newProbeCollector(d.cfg.Model, contract.SideDecode, d.probes))
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+contract.PathGenerate, d.handleGenerate)
 	mux.HandleFunc("GET "+contract.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
@@ -33,6 +33,7 @@ func (d *Decode) routesHandler() http.Handler {
 		var req abortRequest
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		if req.Rid != "" {
+			d.probes.Hit(contract.ProbeDecodeAbortEndpoint)
 			d.mu.Lock()
 			d.core.Abort(time.Now(), req.Rid)
 			d.mu.Unlock()
@@ -49,6 +50,7 @@ func (d *Decode) routesHandler() http.Handler {
 		d.mu.Unlock()
 		writeJSON(w, contract.RoomsResponse{Role: "decode", Held: held, Cleared: cleared})
 	}))
+	mux.HandleFunc("GET "+contract.PathDebugProbes, loopbackOnly(serveProbes(contract.SideDecode, d.probes)))
 	mux.Handle(contract.HooksPath, ServeHooks(d.Hooks()))
 	return mux
 }
@@ -101,6 +103,7 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		rid = "decode-" + strconv.FormatUint(d.ridSeq.Add(1), 10)
 	}
 	if err := d.resolve(r.Context(), bootstrap); err != nil {
+		d.probes.Hit(contract.ProbeDecodeRouteFailed)
 		writeError(w, http.StatusBadGateway, err.Error())
 		return
 	}
@@ -131,6 +134,7 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-r.Context().Done():
+			d.probes.Hit(contract.ProbeDecodeClientGone)
 			abort()
 			return
 		case <-d.ctx.Done():

@@ -220,6 +220,7 @@ func (r *runner) finish(ctx context.Context, res *Result, herr error) {
 	}
 	v := check.NewView(evs)
 	res.Faults, res.Wedges, res.Drain = v.Faults, v.Wedges, v.Drain
+	res.Probes = v.ProbeHits()
 	if r.swarm != nil {
 		res.Agents = r.swarm.Stats()
 	}

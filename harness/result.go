@@ -13,6 +13,7 @@ import (
 
 	"github.com/pdchaos/pdchaos/agents"
 	"github.com/pdchaos/pdchaos/agents/outcome"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults/schedule"
 	"github.com/pdchaos/pdchaos/harness/check"
 )
@@ -46,6 +47,23 @@ type Result struct {
 	Wedges       []check.Wedge     `json:"wedges,omitempty"`
 	Drain        *check.Drain      `json:"drain,omitempty"`
 	Agents       agents.Stats      `json:"agents"`
+	// Probes are the engine's code probe hits at the end of the run, every
+	// role's summed, by probe name (zero ones too; `pdchaos probes` lists
+	// them); empty when no role serves /debug/probes.
+	Probes map[string]int64 `json:"probes,omitempty"`
+}
+
+// UnhitProbes lists, in table order, the code probes that no run of
+// results hit: what the gate fails on (less the probes it lists as
+// unreachable today).
+func UnhitProbes(results ...*Result) []contract.Probe {
+	runs := make([]map[string]int64, 0, len(results))
+	for _, r := range results {
+		if r != nil {
+			runs = append(runs, r.Probes)
+		}
+	}
+	return contract.UnhitProbes(runs...)
 }
 
 // PhaseStats are client figures for one phase of the run (etcd's

@@ -259,6 +259,7 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 	_ = bg.Wait()
 	r.rec.Once(context.WithoutCancel(ctx))
 	r.rec.FinalRooms(context.WithoutCancel(ctx))
+	r.rec.FinalProbes(context.WithoutCancel(ctx), append(append([]string{}, t.EngineURLs()...), t.Endpoint()))
 	if err := closeNet(); err != nil {
 		return err
 	}

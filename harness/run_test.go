@@ -99,6 +99,29 @@ func TestRunAbortStormPasses(t *testing.T) {
 	if _, v := JudgeLog(evs, res.scenarioChecks(t)); v != check.Pass {
 		t.Fatalf("offline verdict %s", v)
 	}
+	// Every role's code probes are recorded at the end: an event per role,
+	// and in result.json every probe with its hits; an abort storm aborts.
+	if v := check.NewView(evs); len(v.CodeProbes) != 3 {
+		t.Errorf("code-probes events from %d roles, want prefill, decode and router: %v", len(v.CodeProbes), v.CodeProbes)
+	}
+	if len(back.Probes) != contract.NumProbes || back.Probes["decode/abort"] == 0 {
+		t.Errorf("result.json probes: %d of %d, decode/abort %d", len(back.Probes), contract.NumProbes, back.Probes["decode/abort"])
+	}
+	if unhit := UnhitProbes(back); len(unhit) == 0 || len(unhit) == contract.NumProbes {
+		t.Errorf("one abort storm leaves %d of %d probes unhit", len(unhit), contract.NumProbes)
+	}
+}
+
+// TestUnhitProbes: a probe is hit when any run hit it; nil results and runs
+// without probes count for nothing.
+func TestUnhitProbes(t *testing.T) {
+	all := contract.Probes()
+	a := &Result{Probes: map[string]int64{all[0].Name: 1, all[1].Name: 0}}
+	b := &Result{Probes: map[string]int64{all[1].Name: 4}}
+	got := UnhitProbes(a, nil, b, &Result{})
+	if len(got) != len(all)-2 || got[0].Name != all[2].Name {
+		t.Errorf("UnhitProbes left %d (first %s), want all but the first two", len(got), got[0].Name)
+	}
 }
 
 func (r *Result) scenarioChecks(t *testing.T) CheckSpec {

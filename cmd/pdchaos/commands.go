@@ -25,9 +25,9 @@ import (
 )
 
 // addCommands registers the harness commands (run, repro, check, soak,
-// watch, faults reset and faults list).
+// watch, faults reset, faults list and probes).
 func addCommands(root *cobra.Command) {
-	root.AddCommand(newRunCmd(), newReproCmd(), newCheckCmd(), newSoakCmd(), newWatchCmd(), newFaultsCmd())
+	root.AddCommand(newRunCmd(), newReproCmd(), newCheckCmd(), newSoakCmd(), newWatchCmd(), newFaultsCmd(), newProbesCmd())
 }
 
 // newReproCmd replays a run from its bundle: the resolved scenario with its

@@ -26,6 +26,9 @@ const (
 	EvProbe   = "probe"   // one liveness probe
 	EvLeaks   = "leaks"   // goroutines left after the target closed
 	EvEnd     = "end"     // the run ended (interrupted or not)
+	// EvCodeProbes is one role's code probe hits (/debug/probes) at the
+	// end of the run.
+	EvCodeProbes = "code-probes"
 )
 
 // Event is one line of events.jsonl. T is the offset from the run's base
@@ -45,6 +48,17 @@ type Event struct {
 	Probe   *Probe           `json:"probe,omitempty"`
 	Leaks   *Leaks           `json:"leaks,omitempty"`
 	End     *EndInfo         `json:"end,omitempty"`
+	// CodeProbes is set on EvCodeProbes.
+	CodeProbes *CodeProbes `json:"code_probes,omitempty"`
+}
+
+// CodeProbes is one role's code probe hits at the end of the run, every
+// probe of the role (zero ones too), by name. Err is set when the role did
+// not answer /debug/probes (an external deployment has no such endpoint).
+type CodeProbes struct {
+	Role string           `json:"role,omitempty"`
+	Hits map[string]int64 `json:"hits,omitempty"`
+	Err  string           `json:"error,omitempty"`
 }
 
 // RunInfo opens a log: what ran, with which seed, and the wall time of the

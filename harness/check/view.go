@@ -34,6 +34,9 @@ type View struct {
 	Wedges []Wedge
 	// Probes are the liveness probes after the drain.
 	Probes []Probe
+	// CodeProbes are each role's code probe hits at the end of the run, by
+	// source; the last report of a source wins.
+	CodeProbes map[string]CodeProbes
 	// Leaks, Drain and End are nil when the log lacks them (a partial run).
 	Leaks *Leaks
 	Drain *Drain
@@ -43,7 +46,7 @@ type View struct {
 // NewView indexes evs. The last leaks, drain and end events win.
 func NewView(evs []Event) *View {
 	v := &View{Scrapes: map[string][]Scrape{}, Rooms: map[string][]RoomsSnap{}, Final: map[string]RoomsSnap{},
-		Roles: map[string]string{}, Ended: map[string]map[uint64]contract.RoomRecord{}}
+		Roles: map[string]string{}, Ended: map[string]map[uint64]contract.RoomRecord{}, CodeProbes: map[string]CodeProbes{}}
 	win := map[int]int{}
 	for _, ev := range evs {
 		switch {
@@ -66,6 +69,8 @@ func NewView(evs []Event) *View {
 			v.Wedges = append(v.Wedges, *ev.Wedge)
 		case ev.Probe != nil:
 			v.Probes = append(v.Probes, *ev.Probe)
+		case ev.CodeProbes != nil:
+			v.CodeProbes[ev.Source] = *ev.CodeProbes
 		case ev.Leaks != nil:
 			v.Leaks = ev.Leaks
 		case ev.Drain != nil:
@@ -93,6 +98,24 @@ func (v *View) addRooms(src string, s RoomsSnap) {
 	for _, r := range s.Ended {
 		v.Ended[src][r.Room] = r
 	}
+}
+
+// ProbeHits sums the code probe hits every role reported, by probe name
+// (zero ones included); nil when no role reported any.
+func (v *View) ProbeHits() map[string]int64 {
+	var out map[string]int64
+	for _, cp := range v.CodeProbes {
+		if cp.Err != "" {
+			continue
+		}
+		if out == nil {
+			out = map[string]int64{}
+		}
+		for n, h := range cp.Hits {
+			out[n] += h
+		}
+	}
+	return out
 }
 
 // activeAt names the fault windows active at offset t.
