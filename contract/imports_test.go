@@ -60,6 +60,10 @@ func importRules() []importRule {
 			pkgs: []string{"..."}, except: []string{"internal/testkit/..."}, forbid: []string{"internal/testkit/..."}},
 		{why: "testkit sits below the engine and zmtp, whose internal tests use it",
 			pkgs: []string{"internal/testkit"}, forbid: []string{"engine", "engine/core", "zmtp/...", "faults/...", "agents/...", "harness/...", "suites/...", "cmd/...", "github.com/onsi/"}, deps: true},
+		{why: "reports render stored runs only: no engine runtime, no injectors, no agents runtime, no harness, no Ginkgo",
+			pkgs: []string{"reports/..."}, forbid: append(runtime, "engine/...", "agents", "agents/internal/...", "faults/network", "faults/protocol",
+				"faults/process", "faults/catalog", "faults/hooks", "harness", "harness/record", "harness/target", "suites/...",
+				"github.com/onsi/", "github.com/prometheus/", "github.com/tsenart/", "std:net/http", "std:os/exec"), deps: true},
 		{why: "the harness never imports suites or Ginkgo",
 			pkgs: []string{"harness/...", "cmd/..."}, forbid: []string{"suites/gate", "github.com/onsi/"}, deps: true},
 	}
@@ -164,7 +168,7 @@ func TestImportRules(t *testing.T) {
 		t.Skip("runs go list over the module")
 	}
 	pkgs := listPackages(t)
-	for _, want := range []string{"contract", "engine", "engine/core", "faults", "agents", "harness", "harness/check", "harness/record", "harness/target", "internal/testkit"} {
+	for _, want := range []string{"contract", "engine", "engine/core", "faults", "agents", "harness", "harness/check", "harness/record", "harness/target", "internal/testkit", "reports"} {
 		if _, ok := pkgs[want]; !ok {
 			t.Fatalf("go list found no package %s: the rules would check nothing", want)
 		}
