@@ -27,15 +27,20 @@ const (
 
 // Result is result.json: the verdict first, then what it rests on.
 type Result struct {
-	Verdict      check.Status      `json:"verdict"`
-	ExitCode     int               `json:"exit_code"`
-	FirstFailure string            `json:"first_failure,omitempty"`
-	Scenario     string            `json:"scenario"`
-	Seed         uint64            `json:"seed"`
-	Target       string            `json:"target"`
-	Regressions  []string          `json:"regressions,omitempty"`
-	RunDir       string            `json:"run_dir"`
-	Repro        string            `json:"repro"`
+	Verdict      check.Status `json:"verdict"`
+	ExitCode     int          `json:"exit_code"`
+	FirstFailure string       `json:"first_failure,omitempty"`
+	Scenario     string       `json:"scenario"`
+	Seed         uint64       `json:"seed"`
+	Target       string       `json:"target"`
+	Regressions  []string     `json:"regressions,omitempty"`
+	RunDir       string       `json:"run_dir"`
+	Repro        string       `json:"repro"`
+	// Args are the target flags the run was given (see RunOptions.TargetArgs).
+	Args []string `json:"args,omitempty"`
+	// Versions name what ran: pdchaos's module version and VCS revision,
+	// and the Go toolchain.
+	Versions     map[string]string `json:"versions,omitempty"`
 	Started      time.Time         `json:"started"`
 	Duration     time.Duration     `json:"duration"`
 	Interrupted  bool              `json:"interrupted,omitempty"`
@@ -46,6 +51,9 @@ type Result struct {
 	Wedges       []check.Wedge     `json:"wedges,omitempty"`
 	Drain        *check.Drain      `json:"drain,omitempty"`
 	Agents       agents.Stats      `json:"agents"`
+	// ReportError says why report.html or junit.xml could not be written
+	// (the verdict stands; `pdchaos report RUN_DIR` renders them again).
+	ReportError string `json:"report_error,omitempty"`
 }
 
 // PhaseStats are client figures for one phase of the run (etcd's
@@ -194,6 +202,12 @@ func (r *Result) PrintTable(w io.Writer) {
 	fmt.Fprintf(w, "verdict: %s (exit %d)\n", verdict, r.ExitCode)
 	if r.RunDir != "" {
 		fmt.Fprintf(w, "results: %s\n", r.RunDir)
+	}
+	if r.RunDir != "" && r.ReportError == "" {
+		fmt.Fprintf(w, "report:  %s\n", filepath.Join(r.RunDir, "report.html"))
+	}
+	if r.ReportError != "" {
+		fmt.Fprintf(w, "report error: %s\n", r.ReportError)
 	}
 	if r.Repro != "" {
 		fmt.Fprintf(w, "repro:   %s\n", r.Repro)
