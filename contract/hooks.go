@@ -72,10 +72,13 @@ type HookState struct {
 // faults/hooks.HooksClient speaks to that.
 type Hooks interface {
 	// Pause closes the selected gates. Actors stop at their next check.
+	// Pauses are counted per gate.
 	Pause(ctx context.Context, spec HookSpec) error
-	// Resume opens the selected gates.
+	// Resume undoes one Pause of each selected gate; a gate opens once
+	// every Pause on it is undone, so overlapping faults heal separately.
 	Resume(ctx context.Context, spec HookSpec) error
-	// ResumeAll opens every gate; used to heal after a crashed run.
+	// ResumeAll opens every gate whatever pauses are outstanding; used to
+	// heal after a crashed run.
 	ResumeAll(ctx context.Context) error
 	// State reports every gate.
 	State(ctx context.Context) ([]HookState, error)

@@ -37,6 +37,7 @@ func importRules() []importRule {
 		{why: "contract is a leaf: standard library only", pkgs: []string{"contract"}, forbid: []string{"...", "."}, deps: true},
 		{why: "gate is a leaf: standard library only", pkgs: []string{"gate"}, forbid: []string{"...", "."}, deps: true},
 		{why: "zmtp is a codec: standard library only", pkgs: []string{"zmtp"}, forbid: []string{"...", "."}, deps: true},
+		{why: "sse is a reader: standard library only", pkgs: []string{"sse"}, forbid: []string{"...", "."}, deps: true},
 		{why: "engine/core is pure: no sockets, files, processes or goroutine plumbing",
 			pkgs:   []string{"engine/core"},
 			forbid: []string{"std:net", "std:net/http", "std:os", "std:os/exec", "std:os/signal", "std:syscall", "std:math/rand", "std:math/rand/v2", "engine", "faults/...", "agents/...", "harness/...", "suites/..."}},

@@ -70,3 +70,8 @@ type Processes interface {
 	// addresses, and returns once it serves.
 	Restart(ctx context.Context, role string) error
 }
+
+// RunLabelFlag is the `pdchaos engine` flag that marks a role process with
+// the run that started it: "pdchaos-<harness pid>-<n>". `pdchaos faults
+// reset --leftovers` finds processes whose harness is gone by it.
+const RunLabelFlag = "run-label"

@@ -185,7 +185,7 @@ func (d *Decode) Close(ctx context.Context) error {
 	for _, pull := range d.pulls {
 		errs = append(errs, pull.Close())
 	}
-	d.schedGate.Resume()
+	d.schedGate.Open()
 	d.wg.Wait()
 	d.control.wait()
 	if d.client != nil {

@@ -60,7 +60,7 @@ func (h hookSet) Resume(_ context.Context, spec contract.HookSpec) error {
 
 func (h hookSet) ResumeAll(context.Context) error {
 	for _, e := range h {
-		e.gate.Resume()
+		e.gate.Open()
 	}
 	return nil
 }

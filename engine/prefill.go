@@ -181,7 +181,7 @@ func (p *Prefill) Close(ctx context.Context) error {
 		errs = append(errs, pull.Close())
 	}
 	for _, g := range p.allGates() {
-		g.Resume()
+		g.Open()
 	}
 	p.wg.Wait()
 	p.notify.wait()

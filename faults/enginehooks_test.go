@@ -151,3 +151,32 @@ func TestResetResumesHooks(t *testing.T) {
 		t.Errorf("reset of a target without hooks or processes: %v", err)
 	}
 }
+
+// Two faults pausing the same gate heal separately: the first heal leaves
+// the gate closed for the second fault's window, the second opens it.
+func TestOverlappingHookFaultsHealSeparately(t *testing.T) {
+	tg, h := hookTarget()
+	a := &faults.PauseTransferWorkers{Rank: 0, Worker: -1}
+	b := &faults.PauseTransferWorkers{Rank: 0, Worker: 1}
+	healA, err := a.Inject(testkit.Context(t), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	healB, err := b.Inject(testkit.Context(t), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := healA(testkit.Context(t)); err != nil {
+		t.Fatal(err)
+	}
+	if h.Gate(w0).Paused() || !h.Gate(w1).Paused() {
+		t.Fatalf("after the first heal: worker 0 paused=%v (want open), worker 1 paused=%v (want still paused by the second fault)",
+			h.Gate(w0).Paused(), h.Gate(w1).Paused())
+	}
+	if err := healB(testkit.Context(t)); err != nil {
+		t.Fatal(err)
+	}
+	if h.Gate(w1).Paused() {
+		t.Fatal("worker 1 still paused after both heals")
+	}
+}

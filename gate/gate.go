@@ -13,28 +13,53 @@ import (
 )
 
 // Gate is one pausable point in an actor's loop. The zero value is open.
+// Pauses are counted: two faults that pause the same gate each resume it
+// once, and the gate opens when the last one has, so the first heal does
+// not end the other fault's window early.
 type Gate struct {
 	mu      sync.Mutex
+	pauses  int           // Pause calls not yet matched by Resume
 	closed  chan struct{} // non-nil while paused; closed on resume
 	held    int64
 	heldFor time.Duration
 	waiting map[*time.Time]struct{} // start of each actor held right now
 }
 
-// Pause closes the gate.
+// Pause closes the gate (once more, if it is already closed).
 func (g *Gate) Pause() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.pauses++
 	if g.closed == nil {
 		g.closed = make(chan struct{})
 	}
 }
 
-// Resume opens the gate and releases every held actor, crediting their
-// hold time now so evidence read right after a heal is complete.
+// Resume undoes one Pause; the gate opens when no Pause is left. A Resume
+// with no Pause outstanding does nothing.
 func (g *Gate) Resume() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.pauses > 0 {
+		g.pauses--
+	}
+	if g.pauses == 0 {
+		g.open()
+	}
+}
+
+// Open opens the gate whatever pauses are outstanding: for shutting down
+// and for healing after a crashed run (ResumeAll).
+func (g *Gate) Open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pauses = 0
+	g.open()
+}
+
+// open releases every held actor, crediting their hold time now so
+// evidence read right after a heal is complete. Caller holds g.mu.
+func (g *Gate) open() {
 	now := time.Now()
 	for start := range g.waiting {
 		g.heldFor += now.Sub(*start)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/faults/process"
 	"github.com/pdchaos/pdchaos/harness"
 	"github.com/pdchaos/pdchaos/harness/check"
 	"github.com/pdchaos/pdchaos/harness/record"
@@ -289,32 +290,54 @@ func newWatchCmd() *cobra.Command {
 func newFaultsCmd() *cobra.Command {
 	faultsCmd := &cobra.Command{Use: "faults", Short: "Fault utilities"}
 	var engines []string
-	var allowRemote bool
+	var allowRemote, leftovers bool
 	reset := &cobra.Command{
-		Use:   "reset --engine-url URL...",
-		Short: "Clear what a crashed run left on a target: resume every paused engine hook",
-		Args:  cobra.NoArgs,
+		Use:   "reset [--engine-url URL...] [--leftovers]",
+		Short: "Clear what a crashed run left: resume every paused engine hook, end role processes whose harness died",
+		Long: "Clear what a crashed run left behind.\n\n" +
+			"--engine-url URL resumes every paused hook of that engine (repeatable).\n" +
+			"--leftovers finds role processes started by a pdchaos harness that no longer runs (by the --run-label\n" +
+			"every harness puts on its roles), continues them if stopped and ends them. Processes of a run in\n" +
+			"progress are never touched.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(engines) == 0 {
-				return &exitError{exitHarness, errors.New("faults reset: give at least one --engine-url")}
+			if len(engines) == 0 && !leftovers {
+				return &exitError{exitHarness, errors.New("faults reset: give --engine-url URL (repeatable), --leftovers, or both")}
 			}
-			hosts := make([]string, len(engines))
-			for i, e := range engines {
-				hosts[i] = hostOf(e)
+			out := cmd.OutOrStdout()
+			if len(engines) > 0 {
+				hosts := make([]string, len(engines))
+				for i, e := range engines {
+					hosts[i] = hostOf(e)
+				}
+				if err := checkLoopback(allowRemote, "--engine-url", hosts...); err != nil {
+					return &exitError{exitHarness, err}
+				}
+				t := &target.External{Router: "http://unused", Metrics: []string{"unused"}, Engines: engines, DebugHooks: true}
+				if err := target.Reset(cmd.Context(), t); err != nil {
+					return &exitError{exitHarness, err}
+				}
+				fmt.Fprintln(out, "reset: every engine hook resumed")
 			}
-			if err := checkLoopback(allowRemote, "--engine-url", hosts...); err != nil {
-				return &exitError{exitHarness, err}
+			if leftovers {
+				ls, err := process.FindLeftovers("/proc")
+				if err != nil {
+					return &exitError{exitHarness, err}
+				}
+				for _, l := range ls {
+					fmt.Fprintf(out, "leftover: pid %d state %c run %s (harness pid %d gone): %s\n", l.PID, l.State, l.Label, l.HarnessPID, l.Cmdline)
+				}
+				if err := process.EndLeftovers(cmd.Context(), ls, 2*time.Second); err != nil {
+					return &exitError{exitHarness, err}
+				}
+				fmt.Fprintf(out, "reset: %d leftover role process(es) ended\n", len(ls))
 			}
-			t := &target.External{Router: "http://unused", Metrics: []string{"unused"}, Engines: engines, DebugHooks: true}
-			if err := target.Reset(cmd.Context(), t); err != nil {
-				return &exitError{exitHarness, err}
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), "reset: every engine hook resumed")
 			return nil
 		},
 	}
 	reset.Flags().StringSliceVar(&engines, "engine-url", nil, "engine base URL serving /debug/hooks (repeatable)")
 	reset.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow non-loopback engine URLs")
+	reset.Flags().BoolVar(&leftovers, "leftovers", false, "end role processes whose pdchaos harness is gone (found by their run label)")
 	faultsCmd.AddCommand(reset, newFaultsListCmd())
 	return faultsCmd
 }

@@ -17,6 +17,7 @@ import (
 )
 
 type engineFlags struct {
+	runLabel    string // only marks the process; see contract.RunLabelFlag
 	cfg         contract.EngineConfig
 	role        string
 	regressions []string
@@ -82,6 +83,7 @@ must run with the same.`,
 	fl.StringVar(&f.prefillBoot, "prefill-bootstrap", "", "router: prefill bootstrap host:port")
 	fl.StringVar(&f.decodeHTTP, "decode-http", "", "router: decode HTTP host:port")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log engine events to stderr")
+	fl.StringVar(&f.runLabel, contract.RunLabelFlag, "", "the run that started this role (set by the harness; 'pdchaos faults reset --leftovers' finds roles by it)")
 	return cmd
 }
 

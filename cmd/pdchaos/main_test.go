@@ -66,6 +66,8 @@ func TestBadInputIsAHarnessError(t *testing.T) {
 		{"remote engine host", []string{"engine", "--host", "10.0.0.1"}, "--allow-remote"},
 		{"watch an unreachable engine", []string{"watch", "--metrics", "http://127.0.0.1:1/metrics", "--for", "1s"}, "scrape"},
 		{"watch a remote engine", []string{"watch", "--metrics", "http://192.168.1.1:30000/metrics"}, "--allow-remote"},
+		{"faults reset with nothing to reset", []string{"faults", "reset"}, "--leftovers"},
+		{"run with no scenario and two regressions", []string{"run", "--regression", "rank-desync", "--regression", "decode-abort-leak"}, "exactly one --regression"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out := execute(t, tc.args...)

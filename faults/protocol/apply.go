@@ -108,10 +108,14 @@ func (p *Proxy) written(e *entry) {
 	if e.msg == nil {
 		return
 	}
+	if e.byAbort {
+		p.stats.Overtaken++
+	}
 	if i := slices.Index(p.held, e); i >= 0 {
 		// Released by MaxHold.
 		p.held = slices.Delete(p.held, i, i+1)
 		p.stats.Released++
+		p.stats.TimedOut++
 	}
 }
 
@@ -145,6 +149,7 @@ func (p *Proxy) popped(e *entry) {
 	for _, h := range p.held {
 		if h.releaseOnAbort && h.msg.Room == e.msg.Room {
 			p.stats.Released++
+			h.byAbort = true
 			h.c.releaseAt(h, e.at)
 			continue
 		}

@@ -107,6 +107,8 @@ func addStats(a, b Stats) Stats {
 	s.Held = a.Held + b.Held
 	s.Released = a.Released + b.Released
 	s.Reordered = a.Reordered + b.Reordered
+	s.Overtaken = a.Overtaken + b.Overtaken
+	s.TimedOut = a.TimedOut + b.TimedOut
 	s.Dropped = a.Dropped + b.Dropped
 	s.Duplicated = a.Duplicated + b.Duplicated
 	s.Delayed = a.Delayed + b.Delayed
@@ -131,7 +133,8 @@ func (in *injector) stats() Stats {
 func (in *injector) evidence(name string, effective func(Stats) bool) faults.Evidence {
 	s := in.stats()
 	c := map[string]int64{
-		"held": s.Held, "released": s.Released, "reordered": s.Reordered, "dropped": s.Dropped,
+		"held": s.Held, "released": s.Released, "reordered": s.Reordered, "overtaken": s.Overtaken,
+		"timed_out": s.TimedOut, "dropped": s.Dropped,
 		"duplicated": s.Duplicated, "delayed": s.Delayed, "delay_ms": s.DelayMs,
 		"matched": s.Matched, "conns": s.Conns,
 	}
@@ -235,10 +238,11 @@ func (f *AbortBeforeMetadata) Inject(ctx context.Context, t faults.Target) (faul
 	return f.inj.inject(ctx, t, f.Name(), f.Link, []Rule{r})
 }
 
-// Evidence implements faults.Fault: effective once a held metadata was
-// overtaken by its ABORT.
+// Evidence implements faults.Fault: effective once a held metadata went out
+// behind its room's ABORT. Metadata released by MaxHold (timed_out) or
+// written after unrelated messages (reordered) proves nothing.
 func (f *AbortBeforeMetadata) Evidence() faults.Evidence {
-	return f.inj.evidence(f.Name(), func(s Stats) bool { return s.Reordered > 0 })
+	return f.inj.evidence(f.Name(), func(s Stats) bool { return s.Overtaken > 0 })
 }
 
 // HoldMessages holds each matching message until After later messages have

@@ -55,8 +55,8 @@ func TestAbortBeforeMetadataFault(t *testing.T) {
 		t.Fatalf("held metadata of room 2 not released on heal")
 	}
 	testkit.Eventually(t, 10*time.Second, func() error {
-		if n := f.Evidence().Counters["reordered"]; n < 1 {
-			return fmt.Errorf("reordered = %d, want >= 1", n)
+		if n := f.Evidence().Counters["overtaken"]; n != 1 {
+			return fmt.Errorf("overtaken = %d, want 1 (room 1 only)", n)
 		}
 		return nil
 	})
@@ -66,6 +66,32 @@ func TestAbortBeforeMetadataFault(t *testing.T) {
 	}
 	if tgt.restored != 1 {
 		t.Fatalf("restored %d times", tgt.restored)
+	}
+}
+
+// Metadata held for an ABORT that never comes and let go by MaxHold is
+// written after later messages, but nothing overtook it: the fault is not
+// effective, and the timeout is counted apart.
+func TestAbortBeforeMetadataTimeoutIsNotEvidence(t *testing.T) {
+	pull, tgt := pair(t)
+	f := &AbortBeforeMetadata{Link: "control/0", MaxHold: 50 * time.Millisecond}
+	inject(t, f, tgt)
+	push := dialT(t, tgt.viaAddr())
+	send(t, push, metadata("1"), msg("other"))
+	got := recvN(t, pull, 2)
+	if first(got[0]) != "other/" || first(got[1]) != GuardFrame+"/1" {
+		t.Fatalf("order %s %s, want the held metadata last", first(got[0]), first(got[1]))
+	}
+	var ev faults.Evidence
+	testkit.Eventually(t, 10*time.Second, func() error {
+		ev = f.Evidence()
+		if ev.Counters["timed_out"] != 1 {
+			return fmt.Errorf("timed_out = %d, want 1: %+v", ev.Counters["timed_out"], ev.Counters)
+		}
+		return nil
+	})
+	if ev.Effective || ev.Counters["overtaken"] != 0 {
+		t.Fatalf("a MaxHold release counted as an overtaking: %+v", ev)
 	}
 }
 

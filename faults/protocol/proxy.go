@@ -21,16 +21,22 @@ const CloseFlushTimeout = 2 * time.Second
 
 // Stats counts what a proxy saw and did, as fault evidence.
 type Stats struct {
-	Seen       map[Kind]int64 `json:"seen"`
-	Matched    int64          `json:"matched"`
-	Held       int64          `json:"held"`
-	Released   int64          `json:"released"`
-	Reordered  int64          `json:"reordered"`
-	Dropped    int64          `json:"dropped"`
-	Duplicated int64          `json:"duplicated"`
-	Delayed    int64          `json:"delayed"`
-	DelayMs    int64          `json:"delay_ms"`
-	Conns      int64          `json:"conns"`
+	Seen      map[Kind]int64 `json:"seen"`
+	Matched   int64          `json:"matched"`
+	Held      int64          `json:"held"`
+	Released  int64          `json:"released"`
+	Reordered int64          `json:"reordered"`
+	// Overtaken counts held messages that went out behind their room's
+	// ABORT: the ABORT really overtook them.
+	Overtaken int64 `json:"overtaken"`
+	// TimedOut counts held messages released by MaxHold, with nothing
+	// having overtaken them for the reason the rule held them.
+	TimedOut   int64 `json:"timed_out"`
+	Dropped    int64 `json:"dropped"`
+	Duplicated int64 `json:"duplicated"`
+	Delayed    int64 `json:"delayed"`
+	DelayMs    int64 `json:"delay_ms"`
+	Conns      int64 `json:"conns"`
 }
 
 // Proxy is a ZMTP frame proxy: it listens, forwards each connection to an

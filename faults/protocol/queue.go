@@ -23,6 +23,9 @@ type entry struct {
 
 	releaseOnAbort bool
 	releaseAfter   uint64 // forwarded count at which to release; 0 = never
+	// byAbort is set when its room's ABORT released it: the message then
+	// goes out right behind that ABORT, which overtook it.
+	byAbort bool
 }
 
 type entryHeap []*entry

@@ -18,6 +18,7 @@ import (
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/faults/hooks"
+	"github.com/pdchaos/pdchaos/faults/process"
 )
 
 // Procs is the bundled engine run as three role processes (`pdchaos
@@ -26,9 +27,10 @@ import (
 // would restart it. Links are listed for information only; Interpose is
 // unsupported (the link table lives inside each process).
 type Procs struct {
-	bin  string
-	cfg  contract.EngineConfig
-	logw io.Writer
+	bin   string
+	cfg   contract.EngineConfig
+	logw  io.Writer
+	label string // run label on every role's command line
 
 	mu      sync.Mutex
 	procs   map[string]*roleProc
@@ -62,7 +64,8 @@ func StartProcs(ctx context.Context, bin string, cfg contract.EngineConfig, logw
 	if logw == nil {
 		logw = io.Discard
 	}
-	t := &Procs{bin: bin, cfg: cfg, logw: logw, procs: map[string]*roleProc{}}
+	t := &Procs{bin: bin, cfg: cfg, logw: logw, procs: map[string]*roleProc{},
+		label: process.RunLabel(os.Getpid(), time.Now().UnixNano())}
 	fail := func(err error) (*Procs, error) {
 		_ = t.Close(context.WithoutCancel(ctx))
 		return nil, err
@@ -149,10 +152,14 @@ func (t *Procs) roleArgs(role string) []string {
 func (t *Procs) start(ctx context.Context, role string) (readyLine, error) {
 	t.mu.Lock()
 	args := append(engineArgs(t.cfg), t.roleArgs(role)...)
+	args = append(args, "--"+contract.RunLabelFlag+"="+t.label)
 	t.mu.Unlock()
 	cmd := exec.Command(t.bin, args...)
 	cmd.Stderr = t.logw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a role dies with the harness however the harness dies
+	// (kill -9 included), even when stopped; the run label lets `pdchaos
+	// faults reset --leftovers` find any that still escape.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return readyLine{}, fmt.Errorf("start %s: %w", role, err)

@@ -2,15 +2,20 @@ package target
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/faults/process"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
 // pdchaosBin is the CLI built once for process-mode tests ("" in -short).
@@ -18,6 +23,9 @@ var pdchaosBin string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	if bin := os.Getenv(helperEnv); bin != "" {
+		os.Exit(procsHelper(bin))
+	}
 	code := func() int {
 		if !testing.Short() {
 			dir, err := os.MkdirTemp("", "pdchaos-bin")
@@ -65,4 +73,74 @@ func TestProcsRestartSameAddresses(t *testing.T) {
 	if err := RequireLayers(procs, nil); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// helperEnv makes the test binary act as a harness that starts the role
+// processes and then waits to be killed (TestRolesDieWithTheHarness).
+const helperEnv = "PDCHAOS_TEST_PROCS_HELPER"
+
+// procsHelper starts the engine as processes, prints their pids as one JSON
+// line and blocks until stdin closes.
+func procsHelper(bin string) int {
+	procs, err := StartProcs(context.Background(), bin, contract.EngineConfig{}, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	pids := map[string]int{}
+	for _, r := range procs.Roles() {
+		pids[r], _ = procs.PID(r)
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(pids)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	_ = procs.Close(context.Background())
+	return 0
+}
+
+// TestRolesDieWithTheHarness: kill -9 of the harness leaves no role
+// process behind, not even one that was stopped at the time.
+func TestRolesDieWithTheHarness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts engine processes")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := exec.Command(self, "-test.run=^$")
+	h.Env = append(os.Environ(), helperEnv+"="+pdchaosBin)
+	stdin, err := h.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	out, err := h.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Stderr = os.Stderr
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pids map[string]int
+	if err := json.NewDecoder(out).Decode(&pids); err != nil || len(pids) != 3 {
+		_ = h.Process.Kill()
+		_ = h.Wait()
+		t.Fatalf("helper pids %v: %v", pids, err)
+	}
+	if err := syscall.Kill(pids["decode"], syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = h.Wait()
+	testkit.Eventually(t, 10*time.Second, func() error {
+		for role, pid := range pids {
+			if st, _ := process.State(pid); st != 0 && st != 'Z' {
+				return fmt.Errorf("%s (pid %d) outlived its harness, state %c", role, pid, st)
+			}
+		}
+		return nil
+	})
 }

@@ -2,7 +2,6 @@ package gate
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -25,30 +24,6 @@ const (
 	catchTries   = 3
 )
 
-// gateLabels are the labels a preset gets beyond its fault kinds: the
-// components it stresses and whether it is disruptive (kills processes).
-type gateLabels struct {
-	components []string
-	disruptive bool
-}
-
-// presetLabels gives each preset its gate labels. Which presets run comes
-// from the embedded scenario files, not from this map; a preset missing
-// here fails the gate's completeness spec, naming it.
-func presetLabels() map[string]gateLabels {
-	return map[string]gateLabels{
-		"abort-storm":              {[]string{"engine"}, false},
-		"kill-all-cascade":         {[]string{"engine", "agents"}, false},
-		"abort-overtakes-metadata": {[]string{"control-link", "prefill"}, false},
-		"late-registration":        {[]string{"control-link"}, false},
-		"paused-transfer-workers":  {[]string{"transfer"}, false},
-		"control-link-reset":       {[]string{"control-link"}, false},
-		"decode-restart":           {[]string{"decode", "procs"}, true},
-		"tp2-abort-storm":          {[]string{"tp"}, false},
-		"stale-kv-writes":          {[]string{"kv-pool", "transfer"}, false},
-	}
-}
-
 // presetNames lists every embedded preset scenario.
 func presetNames() []string {
 	names, err := harness.PresetNames(scenarios.FS)
@@ -62,30 +37,14 @@ var _ = Describe("pre-release gate", Serial, func() {
 	v := labels.New()
 
 	Describe("presets pass on the fixed engine", func() {
-		It("every embedded preset has gate labels, and every labelled preset exists", func(ctx SpecContext) {
-			names := presetNames()
-			var missing, stale []string
-			for _, n := range names {
-				if _, ok := presetLabels()[n]; !ok {
-					missing = append(missing, n)
-				}
-			}
-			for n := range presetLabels() {
-				if !slices.Contains(names, n) {
-					stale = append(stale, n)
-				}
-			}
-			Expect(missing).To(BeEmpty(), "presets in suites/scenarios with no entry in presetLabels")
-			Expect(stale).To(BeEmpty(), "presetLabels entries with no preset file")
-		}, SpecTimeout(time.Minute))
 
 		for _, name := range presetNames() {
-			p := presetLabels()[name]
+			p := labels.Presets()[name] // completeness: suites/labels' TestEveryPresetHasLabels
 			ls := append(scenarioLabels(name), labels.Slow)
-			for _, c := range p.components {
+			for _, c := range p.Components {
 				ls = append(ls, labels.Component(c))
 			}
-			if p.disruptive {
+			if p.Disruptive {
 				ls = append(ls, labels.Disruptive)
 			}
 			It(name, v.Label(ls...), func(ctx SpecContext) {

@@ -1,10 +1,13 @@
 package labels
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/harness"
+	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
 func TestVocabulary(t *testing.T) {
@@ -59,6 +62,34 @@ func TestLabelsAreGinkgoLabels(t *testing.T) {
 	for _, l := range New().List() {
 		if strings.ContainsAny(l, "&|!,()/") || strings.HasPrefix(l, ":") {
 			t.Errorf("label %q is not a valid Ginkgo label", l)
+		}
+	}
+}
+
+// TestEveryPresetHasLabels: the gate runs every embedded preset; each must
+// have gate labels from the vocabulary, and no entry may name a preset
+// that does not exist.
+func TestEveryPresetHasLabels(t *testing.T) {
+	names, err := harness.PresetNames(scenarios.FS)
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no presets embedded: %v", err)
+	}
+	v := New()
+	for _, n := range names {
+		p, ok := Presets()[n]
+		if !ok {
+			t.Errorf("preset %s (suites/scenarios/%s.yaml) has no entry in labels.Presets()", n, n)
+			continue
+		}
+		for _, c := range p.Components {
+			if !v.Valid(Component(c)) {
+				t.Errorf("preset %s: component %q is not in the vocabulary", n, c)
+			}
+		}
+	}
+	for n := range Presets() {
+		if !slices.Contains(names, n) {
+			t.Errorf("labels.Presets() names %s, but suites/scenarios has no %s.yaml", n, n)
 		}
 	}
 }

@@ -71,7 +71,7 @@ func (h *Hooks) ResumeAll(context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, g := range h.gates {
-		g.Resume()
+		g.Open()
 	}
 	return nil
 }

@@ -1,0 +1,26 @@
+package labels
+
+// PresetLabels are the labels a preset scenario gets in the gate beyond
+// those derived from its fault kinds: the components it stresses and
+// whether it is disruptive (kills or restarts processes).
+type PresetLabels struct {
+	Components []string
+	Disruptive bool
+}
+
+// Presets gives each preset scenario its gate labels. Which presets exist is
+// the folder suites/scenarios; TestEveryPresetHasLabels fails, naming it,
+// when a preset file has no entry here or an entry has no file.
+func Presets() map[string]PresetLabels {
+	return map[string]PresetLabels{
+		"abort-storm":              {[]string{"engine"}, false},
+		"kill-all-cascade":         {[]string{"engine", "agents"}, false},
+		"abort-overtakes-metadata": {[]string{"control-link", "prefill"}, false},
+		"late-registration":        {[]string{"control-link"}, false},
+		"paused-transfer-workers":  {[]string{"transfer"}, false},
+		"control-link-reset":       {[]string{"control-link"}, false},
+		"decode-restart":           {[]string{"decode", "procs"}, true},
+		"tp2-abort-storm":          {[]string{"tp"}, false},
+		"stale-kv-writes":          {[]string{"kv-pool", "transfer"}, false},
+	}
+}
