@@ -5,8 +5,8 @@
 # reports validates its JUnit files against a schema.
 #
 # Idempotent and quiet: does nothing when /usr/bin/python3 can already
-# import zmq and xmllint is on the PATH. Needs root (or sudo without a password) to install; reads no
-# stdin, so it runs unattended in CI.
+# import zmq and xmllint is on the PATH. Needs root (or sudo without a
+# password) to install; reads no stdin, so it runs unattended in CI.
 set -eu
 
 PY=/usr/bin/python3
