@@ -184,6 +184,7 @@ func keyEvents(evs []check.Event, res *RunResult) []check.Event {
 			}
 			snap := *ev.Rooms
 			snap.Held = slices.DeleteFunc(slices.Clone(snap.Held), func(h contract.RoomRecord) bool { return !stuck[h.Room] })
+			snap.PeerCleared = slices.DeleteFunc(slices.Clone(snap.PeerCleared), func(h contract.RoomRecord) bool { return !stuck[h.Room] })
 			ev.Rooms = &snap
 		}
 		out = append(out, ev)

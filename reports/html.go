@@ -228,7 +228,7 @@ func (r *Run) stuckHistories() ([]roomHistory, int) {
 		if ev.Rooms == nil || !ev.Rooms.Final {
 			continue
 		}
-		for _, h := range ev.Rooms.Held {
+		for _, h := range append(slices.Clone(ev.Rooms.Held), ev.Rooms.PeerCleared...) {
 			byRoom[h.Room] = append(byRoom[h.Room], h.Events...)
 		}
 	}

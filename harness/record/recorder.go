@@ -214,8 +214,35 @@ func (r *Recorder) Latest() map[string]check.Scrape {
 // of every engine, for rooms-terminal.
 func (r *Recorder) FinalRooms(ctx context.Context) {
 	c := r.httpClient()
-	for _, u := range r.Target.EngineURLs() {
-		rs := snapRooms(ctx, c, u, true)
+	urls := r.Target.EngineURLs()
+	resps := make([]contract.RoomsResponse, len(urls))
+	errs := make([]error, len(urls))
+	held := map[uint64]bool{}
+	for i, u := range urls {
+		resps[i], errs[i] = fetchRooms(ctx, c, u)
+		for _, h := range resps[i].Held {
+			held[h.Room] = true
+		}
+	}
+	for i, u := range urls {
+		var rs check.RoomsSnap
+		if errs[i] != nil {
+			rs.Err = errs[i].Error()
+		} else {
+			rr := resps[i]
+			rs = check.RoomsSnap{Role: rr.Role, Held: rr.Held, Cleared: len(rr.Cleared), Final: true}
+			// A room one engine still holds may be cleared on its peer: keep
+			// the peer's history of it, so reports show both sides.
+			for _, cl := range rr.Cleared {
+				if held[cl.Room] && len(rs.PeerCleared) < maxPeerCleared {
+					rs.PeerCleared = append(rs.PeerCleared, cl)
+				}
+			}
+		}
 		r.Log.Add(check.Event{Type: check.EvRooms, Source: u, Rooms: &rs})
 	}
 }
+
+// maxPeerCleared bounds the cleared rooms a final snapshot keeps because a
+// peer still holds them.
+const maxPeerCleared = 200
