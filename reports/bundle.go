@@ -97,7 +97,12 @@ func NewBundle(r *Run, now time.Time) (*Bundle, error) {
 	b := &Bundle{Kind: BundleKind, Created: now.UTC(), Scenario: *doc.Content[0], Seed: res.Seed, Target: res.Target,
 		Args: r.targetArgs(), Regressions: res.Regressions, Versions: res.Versions, Verdict: res.Verdict,
 		FirstFailure: res.FirstFailure, Repro: res.Repro}
+	// repro.yaml's header comments (status, args, repro line) are about the
+	// run, not the scenario; the bundle says all of it in its own fields.
 	b.Scenario.HeadComment, b.Scenario.FootComment = "", ""
+	if len(b.Scenario.Content) > 0 {
+		b.Scenario.Content[0].HeadComment = ""
+	}
 	for _, c := range res.Checks {
 		bc := BundleCheck{Name: c.Name, Status: c.Status, Summary: c.Summary}
 		if c.Status != check.Pass {
