@@ -160,15 +160,15 @@ func repro(cmd *cobra.Command, rs *reproSource, tf targetFlags, seed uint64, cou
 		lines = append(lines, fmt.Sprintf("  %d/%d  %-12s %-16s verdict %s, checker %s  %s", i+1, count, res.Verdict,
 			orDash(failing), matchWord(vm, rs.verdict), matchWord(cm, rs.verdict), res.RunDir))
 	}
+	fmt.Fprintln(out, "repro summary:")
+	fmt.Fprintln(out, strings.Join(lines, "\n"))
+	fmt.Fprintf(out, "verdict matched %d of %d; failing checker matched %d of %d\n", verdicts, len(lines), checkers, len(lines))
 	if count == 1 && last != nil {
 		if last.ExitCode != exitPass {
 			return &exitError{last.ExitCode, last.Err()}
 		}
 		return nil
 	}
-	fmt.Fprintln(out, "repro summary:")
-	fmt.Fprintln(out, strings.Join(lines, "\n"))
-	fmt.Fprintf(out, "verdict matched %d of %d; failing checker matched %d of %d\n", verdicts, len(lines), checkers, len(lines))
 	if rs.verdict == "" || verdicts < count || checkers < count {
 		return &exitError{exitViolation, fmt.Errorf("repro: %d of %d replays matched", checkers, count)}
 	}
