@@ -187,9 +187,11 @@ func TestImportRulesCatch(t *testing.T) {
 		"contract":          {ImportPath: module + "/contract", Imports: []string{"github.com/prometheus/client_golang/prometheus"}, Deps: []string{"github.com/prometheus/client_golang/prometheus"}},
 		"engine/core":       {ImportPath: module + "/engine/core", Imports: []string{"net/http", path.Join(module, "contract")}},
 		"faults/enginetest": {ImportPath: module + "/faults/enginetest", Imports: []string{module + "/engine"}, Deps: []string{module + "/engine"}},
+		"reports":           {ImportPath: module + "/reports", Imports: []string{module + "/harness"}, Deps: []string{module + "/harness", module + "/engine"}},
 	}
 	got := violations(importRules(), pkgs)
-	want := []string{"faults/network imports " + module + "/engine", "contract imports github.com/prometheus", "engine/core imports net/http"}
+	want := []string{"faults/network imports " + module + "/engine", "contract imports github.com/prometheus", "engine/core imports net/http",
+		"reports imports " + module + "/harness"}
 	for _, w := range want {
 		found := false
 		for _, g := range got {
