@@ -197,6 +197,8 @@ func (s *Soak) timeline() (Chart, error) {
 		p.Legend.Add(string(v), poly)
 	}
 	p.Legend.Top = true
+	p.Legend.TextStyle.Font.Size = vg.Points(8)
+	p.X.Max *= 1.15 // room for the legend right of the last run
 	svg, err := renderSVG(p, 9*vg.Inch, vg.Length(2+0.15*float64(len(s.Runs)))*vg.Inch)
 	if err != nil {
 		return Chart{}, fmt.Errorf("render soak timeline: %w", err)
