@@ -28,15 +28,20 @@ const (
 
 // Result is result.json: the verdict first, then what it rests on.
 type Result struct {
-	Verdict      check.Status      `json:"verdict"`
-	ExitCode     int               `json:"exit_code"`
-	FirstFailure string            `json:"first_failure,omitempty"`
-	Scenario     string            `json:"scenario"`
-	Seed         uint64            `json:"seed"`
-	Target       string            `json:"target"`
-	Regressions  []string          `json:"regressions,omitempty"`
-	RunDir       string            `json:"run_dir"`
-	Repro        string            `json:"repro"`
+	Verdict      check.Status `json:"verdict"`
+	ExitCode     int          `json:"exit_code"`
+	FirstFailure string       `json:"first_failure,omitempty"`
+	Scenario     string       `json:"scenario"`
+	Seed         uint64       `json:"seed"`
+	Target       string       `json:"target"`
+	Regressions  []string     `json:"regressions,omitempty"`
+	RunDir       string       `json:"run_dir"`
+	Repro        string       `json:"repro"`
+	// Args are the target flags the run was given (see RunOptions.TargetArgs).
+	Args []string `json:"args,omitempty"`
+	// Versions name what ran: pdchaos's module version and VCS revision,
+	// and the Go toolchain.
+	Versions     map[string]string `json:"versions,omitempty"`
 	Started      time.Time         `json:"started"`
 	Duration     time.Duration     `json:"duration"`
 	Interrupted  bool              `json:"interrupted,omitempty"`
@@ -51,6 +56,9 @@ type Result struct {
 	// role's summed, by probe name (zero ones too; `pdchaos probes` lists
 	// them); empty when no role serves /debug/probes.
 	Probes map[string]int64 `json:"probes,omitempty"`
+	// ReportError says why report.html or junit.xml could not be written
+	// (the verdict stands; `pdchaos report RUN_DIR` renders them again).
+	ReportError string `json:"report_error,omitempty"`
 }
 
 // UnhitProbes lists, in table order, the code probes that no run of
@@ -212,6 +220,12 @@ func (r *Result) PrintTable(w io.Writer) {
 	fmt.Fprintf(w, "verdict: %s (exit %d)\n", verdict, r.ExitCode)
 	if r.RunDir != "" {
 		fmt.Fprintf(w, "results: %s\n", r.RunDir)
+	}
+	if r.RunDir != "" && r.ReportError == "" {
+		fmt.Fprintf(w, "report:  %s\n", filepath.Join(r.RunDir, "report.html"))
+	}
+	if r.ReportError != "" {
+		fmt.Fprintf(w, "report error: %s\n", r.ReportError)
 	}
 	if r.Repro != "" {
 		fmt.Fprintf(w, "repro:   %s\n", r.Repro)

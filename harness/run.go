@@ -52,6 +52,12 @@ type RunOptions struct {
 	Progress func(Progress)
 	// OnWedge, if set, is called the moment the watchdog flags a wedge.
 	OnWedge func(check.Wedge)
+	// TargetArgs are the command-line flags that chose and described the
+	// target (--target, --router, --metrics, …), recorded in the repro
+	// line and in repro.yaml so a replay reaches the same target.
+	TargetArgs []string
+	// NoReport skips report.html and junit.xml (tests that only judge).
+	NoReport bool
 }
 
 // Progress is the live status of a run.
@@ -121,8 +127,12 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 		r.ignore = goleak.IgnoreCurrent()
 	}
 	res = &Result{Scenario: sc.Name, Seed: seed, Target: src.Kind(), RunDir: dir, Started: started,
-		Regressions: sc.Engine.Regressions,
-		Repro:       fmt.Sprintf("pdchaos run %s --seed %d --target %s", filepath.Join(dir, "repro.yaml"), seed, src.Kind())}
+		Regressions: sc.Engine.Regressions, Versions: Versions(ctx), Args: targetArgs(o.TargetArgs, src.Kind()),
+		Repro: ReproLine(filepath.Join(dir, "repro.yaml"), seed, targetArgs(o.TargetArgs, src.Kind()))}
+	// repro.yaml first, so a run killed at any point can still be replayed.
+	if err := r.writeRepro(res, false); err != nil {
+		return nil, fmt.Errorf("run %s: %w", sc.Name, err)
+	}
 	if r.log, err = record.NewEventLog(filepath.Join(dir, "events.jsonl"), started); err != nil {
 		return nil, fmt.Errorf("run %s: %w", sc.Name, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,7 +83,7 @@ func TestRunAbortStormPasses(t *testing.T) {
 			t.Errorf("%s: evidence %s is 0 (%v)", check, key, c.Evidence)
 		}
 	}
-	for _, f := range []string{"result.json", "events.jsonl", "repro.yaml"} {
+	for _, f := range []string{"result.json", "events.jsonl", "repro.yaml", "report.html", "junit.xml"} {
 		if _, err := os.Stat(filepath.Join(res.RunDir, f)); err != nil {
 			t.Error(err)
 		}
@@ -200,9 +201,14 @@ func TestRunInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var cancelled time.Time
-	res, err := Run(ctx, RunOptions{Scenario: sc, Seed: 3, ResultsDir: t.TempDir(), Source: src,
+	results := t.TempDir()
+	var midRun []byte // repro.yaml as it was before the run ended
+	res, err := Run(ctx, RunOptions{Scenario: sc, Seed: 3, ResultsDir: results, Source: src,
 		Progress: func(p Progress) {
 			if p.Faults > 0 && cancelled.IsZero() {
+				if m, _ := filepath.Glob(filepath.Join(results, "*", "repro.yaml")); len(m) == 1 {
+					midRun, _ = os.ReadFile(m[0])
+				}
 				cancelled = time.Now()
 				cancel()
 			}
@@ -221,6 +227,14 @@ func TestRunInterrupted(t *testing.T) {
 	}
 	if _, err := ReadResult(res.RunDir); err != nil {
 		t.Fatal(err)
+	}
+	// repro.yaml is written when the run starts (a killed run keeps it) and
+	// completed at the end.
+	if !strings.Contains(string(midRun), "# status: running") || !strings.Contains(string(midRun), "seed: 3") {
+		t.Fatalf("repro.yaml during the run:\n%s", midRun)
+	}
+	if b, err := os.ReadFile(filepath.Join(res.RunDir, "repro.yaml")); err != nil || !strings.Contains(string(b), "# status: finished") {
+		t.Fatalf("repro.yaml after the run (%v):\n%s", err, b)
 	}
 	states, err := src.c.Prefill.Hooks().State(context.Background())
 	if err != nil {

@@ -86,6 +86,10 @@ type RoomsSnap struct {
 	Ended   []contract.RoomRecord `json:"ended,omitempty"`
 	Final   bool                  `json:"final,omitempty"`
 	Err     string                `json:"error,omitempty"`
+	// PeerCleared (final snapshots only) are rooms this engine has cleared
+	// while another engine still holds them, with their histories: the
+	// other side of a stuck room.
+	PeerCleared []contract.RoomRecord `json:"peer_cleared,omitempty"`
 }
 
 // Drain says whether the target settled after load stopped.

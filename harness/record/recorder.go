@@ -239,9 +239,31 @@ func (r *Recorder) Latest() map[string]check.Scrape {
 // of every engine, for rooms-terminal.
 func (r *Recorder) FinalRooms(ctx context.Context) {
 	c := r.httpClient()
-	for _, u := range r.Target.EngineURLs() {
-		rr, err := fetchRooms(ctx, c, u)
-		rs := r.snap(u, rr, err, true)
+	urls := r.Target.EngineURLs()
+	resps := make([]contract.RoomsResponse, len(urls))
+	errs := make([]error, len(urls))
+	held := map[uint64]bool{}
+	for i, u := range urls {
+		resps[i], errs[i] = fetchRooms(ctx, c, u)
+		for _, h := range resps[i].Held {
+			held[h.Room] = true
+		}
+	}
+	for i, u := range urls {
+		rs := r.snap(u, resps[i], errs[i], true)
+		if errs[i] == nil {
+			// A room one engine still holds may be cleared on its peer: keep
+			// the peer's history of it, so reports show both sides.
+			for _, cl := range resps[i].Cleared {
+				if held[cl.Room] && len(rs.PeerCleared) < maxPeerCleared {
+					rs.PeerCleared = append(rs.PeerCleared, cl)
+				}
+			}
+		}
 		r.Log.Add(check.Event{Type: check.EvRooms, Source: u, Rooms: &rs})
 	}
 }
+
+// maxPeerCleared bounds the cleared rooms a final snapshot keeps because a
+// peer still holds them.
+const maxPeerCleared = 200
