@@ -129,27 +129,6 @@ func TestCommandsMalformed(t *testing.T) {
 	}
 }
 
-func FuzzReadFrame(f *testing.F) {
-	f.Add([]byte{0, 2, 'a', 'b'})
-	f.Add([]byte{2, 0, 0, 0, 0, 0, 0, 0, 1, 'z'})
-	f.Add([]byte{4, 6, 5, 'R', 'E', 'A', 'D', 'Y'})
-	f.Add([]byte{0xFF, 0xFF})
-	f.Fuzz(func(t *testing.T, in []byte) {
-		r := bytes.NewReader(in)
-		for {
-			fr, err := ReadFrame(r)
-			if err != nil {
-				return
-			}
-			if fr.IsCommand() {
-				if _, data, err := ParseCommand(fr.Body); err == nil {
-					_, _ = ParseProperties(data)
-				}
-			}
-		}
-	})
-}
-
 // rawPeer connects to addr and completes a handshake by hand as socketType.
 func rawPeer(t *testing.T, addr, socketType string) (net.Conn, *bufio.Reader) {
 	t.Helper()
