@@ -18,9 +18,13 @@ const (
 	MetricBootstrapLoopAlive = "pdchaos:bootstrap_loop_alive"
 	MetricMalformedControl   = "pdchaos:malformed_control_msgs_total"
 	MetricStrayChunks        = "pdchaos:stray_kv_chunks_total"
-	MetricForeignWrites      = "pdchaos:kv_foreign_writes_total"
-	MetricAwaitingAck        = "pdchaos:decode_pages_awaiting_ack_reqs"
-	MetricSchedulerHung      = "pdchaos:scheduler_hung"
+	// MetricMalformedKV counts KV messages decode refused as malformed
+	// (a broken or truncated stream, a chunk for another rank, a payload
+	// that is not whole tokens), so a hostile peer's refusals are seen.
+	MetricMalformedKV   = "pdchaos:malformed_kv_msgs_total"
+	MetricForeignWrites = "pdchaos:kv_foreign_writes_total"
+	MetricAwaitingAck   = "pdchaos:decode_pages_awaiting_ack_reqs"
+	MetricSchedulerHung = "pdchaos:scheduler_hung"
 )
 
 // MetricLabels is SGLang's label set on every engine metric.
@@ -51,5 +55,5 @@ func EngineGauges() []string {
 
 // EngineCounters lists every counter the bundled engine exports.
 func EngineCounters() []string {
-	return append(ProgressCounters(), MetricMalformedControl, MetricStrayChunks, MetricForeignWrites)
+	return append(ProgressCounters(), MetricMalformedControl, MetricStrayChunks, MetricForeignWrites, MetricMalformedKV)
 }
