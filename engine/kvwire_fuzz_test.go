@@ -41,7 +41,7 @@ func seedKV(f *testing.F) {
 	f.Add(encodeKV(f,
 		kvMsg{agent: "127.0.0.1:17001", kind: kvChunk, room: 42, id: 1, last: true, first: 16, pages: []uint32{4, 5}, payload: slices.Concat(tok, tok)},
 		kvMsg{agent: "127.0.0.1:17001", kind: kvAux, room: 42}))
-	f.Add(encodeKV(f, kvMsg{agent: "decode-0", kind: kvChunk, room: 1, payload: tok[:5]})) // not whole tokens
+	f.Add(encodeKV(f, kvMsg{agent: "decode-0", kind: kvChunk, room: 1, pages: []uint32{3}, payload: tok[:5]})) // not whole tokens
 	// Headers announcing the most pages and payload allowed, with nothing after.
 	f.Add([]byte{kvChunk, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0})
 	f.Add(append([]byte{kvChunk, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0x04, 0, 0, 0))
