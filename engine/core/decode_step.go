@@ -314,7 +314,9 @@ func (d *Decode) OnNotice(now time.Time, rank int, frames [][]byte) error {
 	}
 	switch n.Kind {
 	case MsgAbortAck:
-		d.hist.Note(now, n.Room, "decode", rank, "abort-ack", fmt.Sprintf("from prefill rank %d", n.Rank))
+		if d.hist.Known(n.Room) { // an ACK for a room decode never had opens no record
+			d.hist.Note(now, n.Room, "decode", rank, "abort-ack", fmt.Sprintf("from prefill rank %d", n.Rank))
+		}
 		if aw, ok := d.awaiting[n.Room]; ok {
 			aw.acked[rank] = true
 			all := true
