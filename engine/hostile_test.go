@@ -1,0 +1,442 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/internal/testkit"
+	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
+	"github.com/pdchaos/pdchaos/zmtp"
+)
+
+// hostileSettings reads how long the hostile peers run
+// (PDCHAOS_HOSTILE_DURATION, default 2s, e.g. 10m by hand) and their seed
+// (PDCHAOS_HOSTILE_SEED, default 1).
+func hostileSettings(t *testing.T) (time.Duration, uint64) {
+	t.Helper()
+	d, seed := 2*time.Second, uint64(1)
+	if s := os.Getenv("PDCHAOS_HOSTILE_DURATION"); s != "" {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("PDCHAOS_HOSTILE_DURATION=%q: %v", s, err)
+		}
+		d = v
+	}
+	if s := os.Getenv("PDCHAOS_HOSTILE_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("PDCHAOS_HOSTILE_SEED=%q: %v", s, err)
+		}
+		seed = v
+	}
+	return d, seed
+}
+
+func hashOf(s string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// The fixed engine survives hostile peers. While normal requests run, a
+// hostile decode sends fuzzed, truncated, oversized and out-of-order control
+// messages (and raw junk) to prefill's control socket and junk notices to
+// decode's notify socket, and a hostile prefill sends malformed KV chunks to
+// decode's KV listener. Every normal request still gets its exact answer,
+// every room is terminal and cleared after the drain, the bootstrap loop is
+// alive, and the refusals are counted: every KV message refused exactly
+// once, and at least every control message the dialect cannot parse.
+func TestHostilePeers(t *testing.T) {
+	testkit.NoLeaks(t)
+	dur, seed := hostileSettings(t)
+	t.Logf("hostile peers for %v, seed %d (PDCHAOS_HOSTILE_DURATION, PDCHAOS_HOSTILE_SEED)", dur, seed)
+	for _, w := range contract.Wires() {
+		t.Run(string(w), func(t *testing.T) {
+			c := testcluster.Start(t, engine.Config{Wire: w, BootstrapTimeout: 3 * time.Second})
+			h := &hostile{wire: w, dialect: mustDialect(t, w), pa: c.Prefill.Addrs(), da: c.Decode.Addrs()}
+			ctx, stop := context.WithTimeout(t.Context(), dur)
+			defer stop()
+			var served atomic.Int64
+			g, gctx := errgroup.WithContext(ctx)
+			for i := range 4 {
+				g.Go(func() error {
+					for n := 0; gctx.Err() == nil; n++ {
+						if err := exactChat(t.Context(), c, 1000*i+n); err != nil {
+							return err
+						}
+						served.Add(1)
+					}
+					return nil
+				})
+			}
+			g.Go(func() error { return h.control(gctx, rand.New(rand.NewPCG(seed, hashOf(string(w)+"control")))) })
+			g.Go(func() error { return h.notices(gctx, rand.New(rand.NewPCG(seed, hashOf(string(w)+"notify")))) })
+			g.Go(func() error { return h.junk(gctx) })
+			g.Go(func() error { return h.kv(gctx, rand.New(rand.NewPCG(seed, hashOf(string(w)+"kv")))) })
+			if err := g.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			// After the storm: the loops still serve, and everything drains.
+			for i := range 4 {
+				must(t, exactChat(t.Context(), c, 9000+i))
+				served.Add(1)
+			}
+			prefillM, decodeM := c.MetricsURLs()[0], c.MetricsURLs()[1]
+			h.mu.Lock()
+			st := h.stats
+			h.mu.Unlock()
+			testkit.Eventually(t, 20*time.Second, func() error {
+				if err := testkit.Drained(t.Context(), c); err != nil {
+					return err
+				}
+				if err := testkit.GaugeIs(t.Context(), decodeM, contract.MetricMalformedKV, float64(st.malformedKV)); err != nil {
+					return err
+				}
+				if err := testkit.GaugeIs(t.Context(), decodeM, contract.MetricStrayChunks, float64(st.strayKV)); err != nil {
+					return err
+				}
+				for _, m := range []struct {
+					url      string
+					min, max int
+					side     string
+				}{{prefillM, st.unparsedControl, st.control, "prefill"}, {decodeM, st.unparsedNotices, st.notices, "decode"}} {
+					v, err := testkit.Gauge(t.Context(), m.url, contract.MetricMalformedControl)
+					if err != nil {
+						return err
+					}
+					if int(v) < m.min || int(v) > m.max {
+						return fmt.Errorf("%s %s = %v, want between %d (unparsable) and %d (sent)", m.side, contract.MetricMalformedControl, v, m.min, m.max)
+					}
+				}
+				return testkit.GaugeIs(t.Context(), prefillM, contract.MetricBootstrapLoopAlive, 1)
+			})
+			// Hostile peers open no room on decode: every room there is a
+			// normal request's, and each ended in Success.
+			rooms, err := testkit.Rooms(t.Context(), c.EngineURLs()[1])
+			must(t, err)
+			for _, r := range rooms.Cleared {
+				if r.LastState != contract.StateSuccess {
+					t.Errorf("decode room %d ended %s, want %s", r.Room, r.LastState, contract.StateSuccess)
+				}
+			}
+			if len(rooms.Cleared) == 0 {
+				t.Error("decode cleared no room: the load never ran")
+			}
+			t.Logf("%s: %d requests answered exactly; sent %d control messages (%d unparsable), %d notices (%d unparsable), %d junk connections, %d KV messages (%d malformed, %d stray)",
+				w, served.Load(), st.control, st.unparsedControl, st.notices, st.unparsedNotices, st.junk, st.kv, st.malformedKV, st.strayKV)
+		})
+	}
+}
+
+func mustDialect(t *testing.T, w contract.Wire) core.Dialect {
+	t.Helper()
+	d, err := core.NewDialect(w)
+	must(t, err)
+	return d
+}
+
+func exactChat(ctx context.Context, c *engine.Cluster, i int) error {
+	msgs := prompt(i)
+	cr := testkit.Chat(ctx, c.Endpoint(), msgs, 6)
+	if cr.Err != nil {
+		return fmt.Errorf("request %d: %w", i, cr.Err)
+	}
+	if want := model.ExpectedChat(msgs, 6); cr.Text != want {
+		return fmt.Errorf("request %d (room %d): got %q want %q", i, cr.Room, cr.Text, want)
+	}
+	return nil
+}
+
+// hostile is the peers' shared state: where to send and what was sent.
+type hostile struct {
+	wire    contract.Wire
+	dialect core.Dialect
+	pa      engine.PrefillAddrs
+	da      engine.DecodeAddrs
+
+	mu    sync.Mutex
+	stats hostileStats
+}
+
+type hostileStats struct {
+	control, unparsedControl int
+	notices, unparsedNotices int
+	junk                     int
+	kv, malformedKV, strayKV int
+}
+
+func (h *hostile) count(f func(*hostileStats)) {
+	h.mu.Lock()
+	f(&h.stats)
+	h.mu.Unlock()
+}
+
+func fr(parts ...string) [][]byte {
+	out := make([][]byte, len(parts))
+	for i, p := range parts {
+		out[i] = []byte(p)
+	}
+	return out
+}
+
+// controlTemplate is one well-formed decode→prefill message of the wire's
+// layouts (sglang-wire.md) from a decode that is not the real one.
+func (h *hostile) controlTemplate(rng *rand.Rand) [][]byte {
+	room := strconv.FormatUint(rng.Uint64()>>1, 10)
+	agent := fmt.Sprintf("hostile-%d", rng.IntN(8))
+	session := fmt.Sprintf("10.9.9.9:%d", 20000+rng.IntN(8))
+	pages := string(binary.LittleEndian.AppendUint32(nil, uint32(rng.IntN(64))))
+	dip, dport, _ := net.SplitHostPort(h.da.Notify[0])
+	nixl := h.wire != contract.WireMooncake
+	switch rng.IntN(4) {
+	case 0:
+		if nixl {
+			return fr(core.Guard, core.TagNone, "10.9.9.9", "1", agent, "kv=10.9.9.9:2", "", "", "", "0", "1", "0", "16", "", "", "", "", "1024", "VRAM", "")
+		}
+		return fr(core.TagNone, "10.9.9.9", "1", session, "\x00\x00\x00\x00\x00\x7f\x00\x00", "\x00\x00\x00\x00\x00\x7e\x00\x00", "", "0", "1", "16", "", "", "\x00\x00\x00\x00", "", "", "0", "1", "0", "")
+	case 1:
+		if nixl {
+			return fr(core.Guard, room, "10.9.9.9", "1", agent, pages, "0", "1", "", "0")
+		}
+		return fr(room, "10.9.9.9", "1", session, pages, "0", "", "1", "0", "")
+	case 2:
+		return fr(core.TagAbort, room, dip, dport)
+	default:
+		tags := []string{core.TagAbortAck, core.TagKVStatus, "WATERMARK", "STAGING_RSP", "AUX_DATA", "None", core.Guard, room, "", "\xff\xfe"}
+		return fr(tags[rng.IntN(len(tags))], room, "0", "1")
+	}
+}
+
+// mutate damages a message the ways a broken or hostile peer would:
+// truncated, frames dropped, replaced, corrupted, duplicated, reordered or
+// oversized. It leaves a message of at least one frame.
+func mutate(rng *rand.Rand, m [][]byte) [][]byte {
+	m = append([][]byte(nil), m...)
+	for range rng.IntN(3) {
+		i := rng.IntN(len(m))
+		switch rng.IntN(7) {
+		case 0:
+			m = m[:1+rng.IntN(len(m))]
+		case 1:
+			if len(m) > 1 {
+				m = append(m[:i], m[i+1:]...)
+			}
+		case 2:
+			junk := make([]byte, rng.IntN(40))
+			for k := range junk {
+				junk[k] = byte(rng.UintN(256))
+			}
+			m[i] = junk
+		case 3:
+			if len(m[i]) > 0 {
+				b := bytes.Clone(m[i])
+				b[rng.IntN(len(b))] ^= byte(1 + rng.UintN(255))
+				m[i] = b
+			}
+		case 4:
+			m = append(m[:i+1], m[i:]...)
+		case 5:
+			j := rng.IntN(len(m))
+			m[i], m[j] = m[j], m[i]
+		case 6:
+			m[i] = bytes.Repeat([]byte{'9'}, 300<<10)
+		}
+	}
+	return m
+}
+
+// control sends damaged and intact control messages to prefill's control
+// socket until ctx ends, redialling when prefill drops the connection.
+func (h *hostile) control(ctx context.Context, rng *rand.Rand) error {
+	return h.push(ctx, h.pa.Control[0], func() ([][]byte, bool) {
+		m := h.controlTemplate(rng)
+		if rng.IntN(5) > 0 {
+			m = mutate(rng, m)
+		}
+		_, err := h.dialect.ParseControl(m)
+		h.count(func(s *hostileStats) {
+			s.control++
+			if err != nil {
+				s.unparsedControl++
+			}
+		})
+		return m, true
+	})
+}
+
+// notices sends damaged ABORT_ACKs and status notices for rooms decode
+// does not hold to decode's notify socket.
+func (h *hostile) notices(ctx context.Context, rng *rand.Rand) error {
+	return h.push(ctx, h.da.Notify[0], func() ([][]byte, bool) {
+		room := strconv.FormatUint(rng.Uint64()>>1, 10)
+		m := h.dialect.Status(0, core.Failed, 0, "hostile")
+		m[map[bool]int{true: 0, false: 1}[h.wire == contract.WireMooncake]] = []byte(room)
+		if rng.IntN(2) == 0 {
+			m = fr(core.TagAbortAck, room, "0")
+		}
+		m = mutate(rng, m)
+		_, err := h.dialect.ParseNotice(m)
+		h.count(func(s *hostileStats) {
+			s.notices++
+			if err != nil {
+				s.unparsedNotices++
+			}
+		})
+		return m, true
+	})
+}
+
+// push sends next's messages over one ZMTP PUSH connection to addr until
+// ctx ends, and paces itself by a round trip of the socket.
+func (h *hostile) push(ctx context.Context, addr string, next func() ([][]byte, bool)) error {
+	p, err := zmtp.Dial(ctx, addr)
+	if err != nil {
+		return fmt.Errorf("hostile dial %s: %w", addr, err)
+	}
+	defer p.Close()
+	// About a thousand messages a second: hostile, not a CPU benchmark.
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		m, _ := next()
+		if err := p.Send(ctx, m); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("hostile send to %s: prefill or decode dropped a well-framed connection: %w", addr, err)
+		}
+	}
+	return nil
+}
+
+// junk opens connections to prefill's control socket that break ZMTP
+// itself: an HTTP request instead of a greeting, a frame with reserved
+// flags, a frame announcing 2^60 bytes, and a message of endless empty
+// frames. Each is refused by dropping the connection.
+func (h *hostile) junk(ctx context.Context) error {
+	ready := append(zmtp.NewGreeting().Bytes(), zmtp.AppendFrame(nil, zmtp.ReadyFrame(zmtp.TypePush, nil))...)
+	cases := [][]byte{
+		[]byte("GET /route HTTP/1.1\r\nHost: x\r\n\r\n" + string(make([]byte, 64))),
+		append(bytes.Clone(ready), 0xF0, 1, 2),
+		append(bytes.Clone(ready), zmtp.FlagLong, 0x10, 0, 0, 0, 0, 0, 0, 0),
+		append(bytes.Clone(ready), bytes.Repeat([]byte{zmtp.FlagMore, 0}, zmtp.MaxMessageFrames+1)...),
+	}
+	var d net.Dialer
+	for i := 0; ctx.Err() == nil; i++ {
+		conn, err := d.DialContext(ctx, "tcp", h.pa.Control[0])
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("hostile junk dial: %w", err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		_, _ = conn.Write(cases[i%len(cases)])
+		// Prefill answers with its greeting and drops the connection.
+		_, _ = conn.Read(make([]byte, 1))
+		_ = conn.Close()
+		h.count(func(s *hostileStats) { s.junk++ })
+	}
+	return nil
+}
+
+// kvMsg encodes one KV message as engine/kvwire.go lays it out.
+func kvMsg(kind byte, room uint64, rank uint16, npages uint32, pages []uint32, payloadLen uint32, payload []byte, agent string) []byte {
+	b := []byte{kind}
+	b = binary.BigEndian.AppendUint64(b, room)
+	b = binary.BigEndian.AppendUint32(b, 0) // chunk id
+	b = append(b, 0)                        // last
+	b = binary.BigEndian.AppendUint16(b, rank)
+	b = binary.BigEndian.AppendUint32(b, 0) // first token
+	b = binary.BigEndian.AppendUint32(b, npages)
+	for _, p := range pages {
+		b = binary.BigEndian.AppendUint32(b, p)
+	}
+	b = binary.BigEndian.AppendUint32(b, payloadLen)
+	b = append(b, payload...)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(agent)))
+	return append(b, agent...)
+}
+
+// kv sends malformed KV messages to decode's KV listener, one connection
+// each, until ctx ends: unknown kind, truncated, too many pages, too large
+// a payload, another rank's chunk (each drops the connection), a chunk and
+// a completion notice for rooms decode does not hold under a stale agent
+// name (stray, refused), and on Mooncake, whose agent name is the KV
+// address, a chunk for the right agent whose payload is not whole tokens.
+func (h *hostile) kv(ctx context.Context, rng *rand.Rand) error {
+	tok := bytes.Repeat([]byte{0xAB}, model.KVBytesPerToken)
+	var d net.Dialer
+	for ctx.Err() == nil {
+		room := rng.Uint64() >> 1
+		type kvCase struct {
+			b         []byte
+			reply     bool
+			malformed bool
+		}
+		cases := []kvCase{
+			{b: kvMsg(9, room, 0, 0, nil, 0, nil, "x"), malformed: true},
+			{b: kvMsg(1, room, 0, 4, []uint32{1}, 0, nil, "")[:30], malformed: true},
+			{b: kvMsg(1, room, 0, 1<<21, nil, 0, nil, "")[:24], malformed: true},
+			{b: kvMsg(1, room, 0, 0, nil, 0xFFFFFFFF, nil, "")[:28], malformed: true},
+			{b: kvMsg(1, room, 1, 0, nil, uint32(len(tok)), tok, "x"), malformed: true},
+			{b: kvMsg(1, room, 0, 1, []uint32{0}, uint32(len(tok)), tok, "stale-agent"), reply: true},
+			{b: kvMsg(2, room, 0, 0, nil, 0, nil, "stale-agent"), reply: true},
+		}
+		if h.wire == contract.WireMooncake {
+			cases = append(cases, kvCase{b: kvMsg(1, room, 0, 1, []uint32{0}, 5, tok[:5], h.da.KV[0]), reply: true, malformed: true})
+		}
+		for _, c := range cases {
+			conn, err := d.DialContext(ctx, "tcp", h.da.KV[0])
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("hostile kv dial: %w", err)
+			}
+			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+			_, err = conn.Write(c.b)
+			if err == nil && c.reply {
+				var reply [1]byte
+				if _, err = conn.Read(reply[:]); err == nil && reply[0] != 1 {
+					err = fmt.Errorf("decode accepted a hostile KV message (reply %d)", reply[0])
+				}
+			}
+			_ = conn.Close()
+			if err != nil {
+				return fmt.Errorf("hostile kv: %w", err)
+			}
+			h.count(func(s *hostileStats) {
+				s.kv++
+				if c.malformed {
+					s.malformedKV++
+				} else {
+					s.strayKV++
+				}
+			})
+		}
+	}
+	return nil
+}
