@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -197,6 +198,14 @@ func TestPullAnswersPingAndSurvivesJunk(t *testing.T) {
 	if err != nil || len(m) != 2 || string(m[1]) != "b" {
 		t.Fatalf("after junk peers: %q %v", m, err)
 	}
+	// Each junk peer was refused and counted: bad greeting, PULL peer,
+	// reserved flag bits.
+	testkit.Eventually(t, 5*time.Second, func() error {
+		if n := pull.Refused(); n != 3 {
+			return fmt.Errorf("refused %d peers, want 3", n)
+		}
+		return nil
+	})
 }
 
 // rawPeer2 is rawPeer for a peer type the socket must refuse: it returns
