@@ -21,7 +21,11 @@ const (
 	// MetricMalformedKV counts KV messages decode refused as malformed
 	// (a broken or truncated stream, a chunk for another rank, a payload
 	// that is not whole tokens), so a hostile peer's refusals are seen.
-	MetricMalformedKV   = "pdchaos:malformed_kv_msgs_total"
+	MetricMalformedKV = "pdchaos:malformed_kv_msgs_total"
+	// MetricRefusedPeers counts ZMTP connections to a control or notify
+	// socket dropped for what the peer sent (not ZMTP, a malformed or
+	// over-limit frame or message, a message cut short), per rank socket.
+	MetricRefusedPeers  = "pdchaos:zmtp_refused_peers_total"
 	MetricForeignWrites = "pdchaos:kv_foreign_writes_total"
 	MetricAwaitingAck   = "pdchaos:decode_pages_awaiting_ack_reqs"
 	MetricSchedulerHung = "pdchaos:scheduler_hung"
@@ -55,5 +59,5 @@ func EngineGauges() []string {
 
 // EngineCounters lists every counter the bundled engine exports.
 func EngineCounters() []string {
-	return append(ProgressCounters(), MetricMalformedControl, MetricStrayChunks, MetricForeignWrites, MetricMalformedKV)
+	return append(ProgressCounters(), MetricMalformedControl, MetricStrayChunks, MetricForeignWrites, MetricMalformedKV, MetricRefusedPeers)
 }

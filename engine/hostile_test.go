@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,8 +64,9 @@ func hashOf(s string) uint64 {
 // decode's notify socket, and a hostile prefill sends malformed KV chunks to
 // decode's KV listener. Every normal request still gets its exact answer,
 // every room is terminal and cleared after the drain, the bootstrap loop is
-// alive, and the refusals are counted: every KV message refused exactly
-// once, and at least every control message the dialect cannot parse.
+// alive, and the refusals are counted: every KV message and every junk ZMTP
+// connection refused exactly once, and at least every control message the
+// dialect cannot parse.
 func TestHostilePeers(t *testing.T) {
 	testkit.NoLeaks(t)
 	dur, seed := hostileSettings(t)
@@ -124,6 +128,12 @@ func TestHostilePeers(t *testing.T) {
 					if int(v) < m.min || int(v) > m.max {
 						return fmt.Errorf("%s %s = %v, want between %d (unparsable) and %d (sent)", m.side, contract.MetricMalformedControl, v, m.min, m.max)
 					}
+				}
+				if err := testkit.GaugeIs(t.Context(), prefillM, contract.MetricRefusedPeers, float64(st.junk)); err != nil {
+					return err
+				}
+				if err := testkit.GaugeIs(t.Context(), decodeM, contract.MetricRefusedPeers, 0); err != nil {
+					return err
 				}
 				return testkit.GaugeIs(t.Context(), prefillM, contract.MetricBootstrapLoopAlive, 1)
 			})
@@ -265,26 +275,27 @@ func mutate(rng *rand.Rand, m [][]byte) [][]byte {
 // control sends damaged and intact control messages to prefill's control
 // socket until ctx ends, redialling when prefill drops the connection.
 func (h *hostile) control(ctx context.Context, rng *rand.Rand) error {
-	return h.push(ctx, h.pa.Control[0], func() ([][]byte, bool) {
+	return h.push(ctx, h.pa.Control[0], func() ([][]byte, func()) {
 		m := h.controlTemplate(rng)
 		if rng.IntN(5) > 0 {
 			m = mutate(rng, m)
 		}
 		_, err := h.dialect.ParseControl(m)
-		h.count(func(s *hostileStats) {
-			s.control++
-			if err != nil {
-				s.unparsedControl++
-			}
-		})
-		return m, true
+		return m, func() {
+			h.count(func(s *hostileStats) {
+				s.control++
+				if err != nil {
+					s.unparsedControl++
+				}
+			})
+		}
 	})
 }
 
 // notices sends damaged ABORT_ACKs and status notices for rooms decode
 // does not hold to decode's notify socket.
 func (h *hostile) notices(ctx context.Context, rng *rand.Rand) error {
-	return h.push(ctx, h.da.Notify[0], func() ([][]byte, bool) {
+	return h.push(ctx, h.da.Notify[0], func() ([][]byte, func()) {
 		room := strconv.FormatUint(rng.Uint64()>>1, 10)
 		m := h.dialect.Status(0, core.Failed, 0, "hostile")
 		m[map[bool]int{true: 0, false: 1}[h.wire == contract.WireMooncake]] = []byte(room)
@@ -293,25 +304,28 @@ func (h *hostile) notices(ctx context.Context, rng *rand.Rand) error {
 		}
 		m = mutate(rng, m)
 		_, err := h.dialect.ParseNotice(m)
-		h.count(func(s *hostileStats) {
-			s.notices++
-			if err != nil {
-				s.unparsedNotices++
-			}
-		})
-		return m, true
+		return m, func() {
+			h.count(func(s *hostileStats) {
+				s.notices++
+				if err != nil {
+					s.unparsedNotices++
+				}
+			})
+		}
 	})
 }
 
 // push sends next's messages over one ZMTP PUSH connection to addr until
-// ctx ends, and paces itself by a round trip of the socket.
-func (h *hostile) push(ctx context.Context, addr string, next func() ([][]byte, bool)) error {
+// ctx ends, about a thousand a second, and commits each once it is sent.
+func (h *hostile) push(ctx context.Context, addr string, next func() (m [][]byte, commit func())) error {
 	p, err := zmtp.Dial(ctx, addr)
 	if err != nil {
+		if stopping(ctx) {
+			return nil
+		}
 		return fmt.Errorf("hostile dial %s: %w", addr, err)
 	}
 	defer p.Close()
-	// About a thousand messages a second: hostile, not a CPU benchmark.
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for ctx.Err() == nil {
@@ -320,13 +334,16 @@ func (h *hostile) push(ctx context.Context, addr string, next func() ([][]byte, 
 			return nil
 		case <-tick.C:
 		}
-		m, _ := next()
-		if err := p.Send(ctx, m); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
+		m, commit := next()
+		// Not cut short by the end of the storm: half a message would be a
+		// refusal the test does not count.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err := p.Send(sctx, m)
+		cancel()
+		if err != nil {
 			return fmt.Errorf("hostile send to %s: prefill or decode dropped a well-framed connection: %w", addr, err)
 		}
+		commit()
 	}
 	return nil
 }
@@ -347,19 +364,33 @@ func (h *hostile) junk(ctx context.Context) error {
 	for i := 0; ctx.Err() == nil; i++ {
 		conn, err := d.DialContext(ctx, "tcp", h.pa.Control[0])
 		if err != nil {
-			if ctx.Err() != nil {
+			if stopping(ctx) {
 				return nil
 			}
 			return fmt.Errorf("hostile junk dial: %w", err)
 		}
 		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-		_, _ = conn.Write(cases[i%len(cases)])
-		// Prefill answers with its greeting and drops the connection.
-		_, _ = conn.Read(make([]byte, 1))
+		_, err = conn.Write(cases[i%len(cases)])
+		if err == nil {
+			// Prefill answers with its greeting (and READY), then drops
+			// the connection: read to its end, so it is counted before
+			// the test looks.
+			_, err = io.Copy(io.Discard, conn)
+		}
 		_ = conn.Close()
+		if err != nil && !errors.Is(err, syscall.ECONNRESET) && !stopping(ctx) {
+			return fmt.Errorf("hostile junk %d: prefill did not drop the connection: %w", i%len(cases), err)
+		}
 		h.count(func(s *hostileStats) { s.junk++ })
 	}
 	return nil
+}
+
+// stopping reports whether ctx has ended or is at its deadline: a dial
+// or read can fail on the deadline a moment before ctx.Err() says so.
+func stopping(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ctx.Err() != nil || ok && !time.Now().Before(dl)
 }
 
 // kvMsg encodes one KV message as engine/kvwire.go lays it out.
@@ -411,7 +442,7 @@ func (h *hostile) kv(ctx context.Context, rng *rand.Rand) error {
 		for _, c := range cases {
 			conn, err := d.DialContext(ctx, "tcp", h.da.KV[0])
 			if err != nil {
-				if ctx.Err() != nil {
+				if stopping(ctx) {
 					return nil
 				}
 				return fmt.Errorf("hostile kv dial: %w", err)

@@ -26,7 +26,7 @@ func newCollector(model, engineType string, read func() []rankSample) *collector
 	for _, n := range []string{contract.MetricPrefillBootstrapQueue, contract.MetricPrefillInflightQueue, contract.MetricDecodePreallocQueue,
 		contract.MetricDecodeTransferQueue, contract.MetricRunning, contract.MetricQueue, contract.MetricTokenUsage, contract.MetricBootstrapFailed,
 		contract.MetricTransferFailed, contract.MetricRequests, contract.MetricGenerationTokens, contract.MetricBootstrapLoopAlive,
-		contract.MetricMalformedControl, contract.MetricStrayChunks, contract.MetricForeignWrites, contract.MetricMalformedKV, contract.MetricAwaitingAck, contract.MetricSchedulerHung} {
+		contract.MetricMalformedControl, contract.MetricStrayChunks, contract.MetricForeignWrites, contract.MetricMalformedKV, contract.MetricRefusedPeers, contract.MetricAwaitingAck, contract.MetricSchedulerHung} {
 		c.descs[n] = prometheus.NewDesc(n, "pdchaos bundled engine: "+n, contract.MetricLabels, nil)
 	}
 	return c
