@@ -151,10 +151,11 @@ func FuzzParseNotice(f *testing.F) {
 // carry (Mooncake names an agent by its KV address "ip:port" and has no
 // dst_num_slots).
 func FuzzEncodeControl(f *testing.F) {
-	f.Add(uint8(0), uint64(42), "10.1.2.3", uint16(41235), "decode-1", "10.1.2.3:17001", []byte{4, 0, 0, 0}, 17, 1, 0, 2, 1, 2048, uint8(0), "reason")
-	f.Add(uint8(1), uint64(1<<63-1), "::1", uint16(1), "10.1.2.3:17001", "10.1.2.3:17001", []byte{}, -1, 2, 64, 8, 7, 0, uint8(4), "")
+	f.Add(uint8(0), uint64(42), "10.1.2.3", uint16(41235), "decode-1", "10.1.2.3:17001", []byte{4, 0, 0, 0}, 17, 1, 0, uint16(2), uint16(1), uint16(2048), uint8(0), "reason", false)
+	f.Add(uint8(1), uint64(1<<63-1), "::1", uint16(1), "10.1.2.3:17001", "10.1.2.3:17001", []byte{}, -1, 2, 64, uint16(8), uint16(7), uint16(0), uint8(4), "", true)
 	f.Fuzz(func(t *testing.T, w uint8, room uint64, ip string, port uint16, agent, kvAddr string, pages []byte,
-		aux, required, prefix, tp, rank, slots int, status uint8, reason string) {
+		aux, required, prefix int, tp16, rank16, slots16 uint16, status uint8, reason string, ackNoRank bool) {
+		tp, rank, slots := int(tp16), int(rank16), int(slots16)
 		d := dialectOf(wires[int(w)%len(wires)])
 		moon := d.Wire() == contract.WireMooncake
 		if moon {
@@ -182,8 +183,12 @@ func FuzzEncodeControl(f *testing.F) {
 		if moon {
 			reason = ""
 		}
+		ackRank := rank
+		if ackNoRank {
+			ackRank = -1 // a 2-frame ABORT_ACK names no rank
+		}
 		for _, n := range []Notice{
-			{Kind: MsgAbortAck, Room: room, Status: Failed, Rank: rank},
+			{Kind: MsgAbortAck, Room: room, Status: Failed, Rank: ackRank},
 			{Kind: MsgStatus, Room: room, Status: KVPoll(int(status) % (int(Success) + 1)), Rank: rank, Reason: reason},
 		} {
 			got, err := d.ParseNotice(d.encodeNotice(n))

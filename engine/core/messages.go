@@ -107,6 +107,26 @@ func atoi(b []byte, what string) (int, error) {
 	return n, nil
 }
 
+// atonat parses a count, size or rank: an unsigned decimal, as the
+// protocol proxy's classifier reads one, so the engine never acts on a
+// message the proxy would call unknown.
+func atonat(b []byte, what string) (int, error) {
+	n, err := strconv.ParseUint(string(b), 10, strconv.IntSize-1)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s %q is not a non-negative integer", ErrMalformed, what, b)
+	}
+	return int(n), nil
+}
+
+// atoport parses a TCP port: an unsigned decimal up to 65535.
+func atoport(b []byte, what string) (int, error) {
+	n, err := strconv.ParseUint(string(b), 10, 16)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s %q is not a port", ErrMalformed, what, b)
+	}
+	return int(n), nil
+}
+
 func atou(b []byte, what string) (uint64, error) {
 	n, err := strconv.ParseUint(string(b), 10, 64)
 	if err != nil {
@@ -151,7 +171,7 @@ func parseAbort(f [][]byte) (Abort, error) {
 	if err != nil {
 		return Abort{}, err
 	}
-	port, err := atoi(f[3], "decode port")
+	port, err := atoport(f[3], "decode port")
 	if err != nil {
 		return Abort{}, err
 	}
@@ -161,7 +181,13 @@ func parseAbort(f [][]byte) (Abort, error) {
 // abortAckFrames is the ABORT_ACK of deferred release, which the bundled
 // decode always runs (it holds an aborted room's pages until every prefill
 // rank acknowledges): ABORT_ACK, room, prefill_rank.
+//
+// A negative rank (a Notice from a 2-frame ACK, which does not say) is
+// written as that 2-frame form: ABORT_ACK, room.
 func abortAckFrames(room uint64, rank int) [][]byte {
+	if rank < 0 {
+		return [][]byte{str(TagAbortAck), utoa(room)}
+	}
 	return [][]byte{str(TagAbortAck), utoa(room), itoa(rank)}
 }
 
@@ -177,7 +203,7 @@ func parseAbortAck(f [][]byte) (Notice, error) {
 		return n, err
 	}
 	if len(f) >= 3 {
-		if n.Rank, err = atoi(f[2], "prefill rank"); err != nil {
+		if n.Rank, err = atonat(f[2], "prefill rank"); err != nil {
 			return n, err
 		}
 	}
@@ -200,7 +226,7 @@ func parseStatus(f [][]byte, i int) (Notice, error) {
 		return n, fmt.Errorf("%w: status %d is not a KVPoll value", ErrMalformed, s)
 	}
 	n.Status = KVPoll(s)
-	if n.Rank, err = atoi(f[i+2], "prefill rank"); err != nil {
+	if n.Rank, err = atonat(f[i+2], "prefill rank"); err != nil {
 		return n, err
 	}
 	if len(f) > i+3 {
