@@ -51,7 +51,7 @@ for entry in "${targets[@]}"; do
 		fi
 		exit 1
 	fi
-	last=$(grep -o 'execs: [0-9]*.*new interesting: [0-9]*' "$log" | tail -1 || true)
+	last=$(grep -o 'execs: [0-9]*.*new interesting: [0-9]*' "$log" | tail -1 | sed 's/ ([0-9]*\/sec)//' || true)
 	summary+=("$target ($pkg): ${last:-no progress line}")
 done
 echo "== fuzz summary (each target $fuzztime)"
