@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
@@ -135,11 +136,11 @@ func (s *Swarm) live(ctx context.Context, p *planner) {
 		if ctx.Err() != nil {
 			return
 		}
-		if o.Kind == KindCompleted {
+		if o.Kind == outcome.KindCompleted {
 			conv.add(newEntry("assistant", answer, o.Tokens, false))
 		}
 		pause := main.Think
-		if o.Kind == KindError {
+		if o.Kind == outcome.KindError {
 			pause = max(pause, errorBackoff)
 		}
 		if !sleepCtx(ctx, pause) {

@@ -16,6 +16,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/pdchaos/pdchaos/agents/internal/fakeserver"
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
 )
 
@@ -81,7 +82,7 @@ func BenchmarkSwarm(b *testing.B) {
 	var done atomic.Int64
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
-	s, err := New(Config{Endpoint: url, Seed: 1, Sink: func(Outcome) {
+	s, err := New(Config{Endpoint: url, Seed: 1, Sink: func(outcome.Outcome) {
 		if done.Add(1) == int64(b.N) {
 			cancel()
 		}

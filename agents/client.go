@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/sse"
@@ -34,18 +35,18 @@ const (
 
 // reasonOf maps a cancellation cause to a Reason; unknown causes (the
 // caller's ctx ending) are the run stopping.
-func reasonOf(err error) Reason {
+func reasonOf(err error) outcome.Reason {
 	switch err {
 	case causeCancel:
-		return ReasonCancel
+		return outcome.ReasonCancel
 	case causeDeadline:
-		return ReasonDeadline
+		return outcome.ReasonDeadline
 	case causeKill:
-		return ReasonKill
+		return outcome.ReasonKill
 	case causeKillAll:
-		return ReasonKillAll
+		return outcome.ReasonKillAll
 	}
-	return ReasonStop
+	return outcome.ReasonStop
 }
 
 // caller sends streamed chat completions and turns each into one Outcome.
@@ -61,8 +62,8 @@ type caller struct {
 
 // do sends one request shaped by d and returns its outcome (already counted
 // and delivered to the sink) and, on completion, the answer text.
-func (c *caller) do(ctx context.Context, d Decision, msgs []model.Message, body []byte) (Outcome, string) {
-	o := Outcome{Source: SourceAgent, Agent: d.Agent, Incarnation: d.Incarnation,
+func (c *caller) do(ctx context.Context, d Decision, msgs []model.Message, body []byte) (outcome.Outcome, string) {
+	o := outcome.Outcome{Source: outcome.SourceAgent, Agent: d.Agent, Incarnation: d.Incarnation,
 		Session: d.Session, Turn: d.Turn, Sub: d.Sub, MaxTokens: d.MaxTokens, Planned: d.Cancel}
 	c.counters.begin()
 	sent := time.Now()
@@ -73,15 +74,15 @@ func (c *caller) do(ctx context.Context, d Decision, msgs []model.Message, body 
 	hang := time.AfterFunc(c.hang, func() { cancel(causeHung) })
 	defer hang.Stop()
 	switch d.Cancel {
-	case CancelQueued:
+	case outcome.CancelQueued:
 		t := time.AfterFunc(d.CancelDelay, func() { cancel(causeCancel) })
 		defer t.Stop()
-	case CancelDeadline:
+	case outcome.CancelDeadline:
 		t := time.AfterFunc(d.Deadline, func() { cancel(causeDeadline) })
 		defer t.Stop()
 	}
 	cancelAfter := 0
-	if d.Cancel == CancelDecode {
+	if d.Cancel == outcome.CancelDecode {
 		cancelAfter = d.CancelAfter
 	}
 
@@ -91,28 +92,28 @@ func (c *caller) do(ctx context.Context, d Decision, msgs []model.Message, body 
 	st.timings(&o, sent)
 	switch {
 	case err == nil:
-		o.Kind = KindCompleted
+		o.Kind = outcome.KindCompleted
 		applyCheck(&o, c.check, msgs, st.answer.String())
 	case o.Status != 0 && (o.Status < 200 || o.Status > 299):
-		o.Kind, o.Message = KindError, err.Error()
+		o.Kind, o.Message = outcome.KindError, err.Error()
 	case rctx.Err() != nil:
-		o.Kind, o.Phase = KindCancelled, PhaseQueued
+		o.Kind, o.Phase = outcome.KindCancelled, outcome.PhaseQueued
 		if st.tokens > 0 {
-			o.Phase = PhaseDecode
+			o.Phase = outcome.PhaseDecode
 		}
 		if cause := context.Cause(rctx); cause == causeHung {
-			o.Kind = KindHung
+			o.Kind = outcome.KindHung
 		} else {
 			o.Reason = reasonOf(cause)
 		}
 	default:
-		o.Kind, o.Message = KindError, err.Error()
+		o.Kind, o.Message = outcome.KindError, err.Error()
 	}
 	c.counters.end(&o)
 	if c.sink != nil {
 		c.sink(o)
 	}
-	if o.Kind != KindCompleted {
+	if o.Kind != outcome.KindCompleted {
 		return o, ""
 	}
 	return o, st.answer.String()
@@ -120,7 +121,7 @@ func (c *caller) do(ctx context.Context, d Decision, msgs []model.Message, body 
 
 // send posts body and reads the event stream into st; nil means [DONE] was
 // read. It sets o.Status and the room from the response.
-func (c *caller) send(ctx context.Context, o *Outcome, body []byte, st *stream,
+func (c *caller) send(ctx context.Context, o *outcome.Outcome, body []byte, st *stream,
 	cancelAfter int, cancel context.CancelCauseFunc) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
@@ -243,7 +244,7 @@ func (st *stream) token(s string) {
 }
 
 // timings copies token counts and latencies into o.
-func (st *stream) timings(o *Outcome, sent time.Time) {
+func (st *stream) timings(o *outcome.Outcome, sent time.Time) {
 	o.Tokens, o.FinishReason = st.tokens, st.finish
 	if st.tokens == 0 {
 		return

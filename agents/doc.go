@@ -5,9 +5,10 @@
 // killed and restarted, and get killed all at once (the mass ABORT cascade);
 // plus open-loop load at a fixed or varying rate through vegeta.
 //
-// Every request ends with exactly one Outcome (completed, cancelled, error or
-// hung) delivered to a caller-supplied Sink, and live Counters feed a progress
-// display. One seed drives every decision: each agent incarnation draws its
+// Every request ends with exactly one outcome.Outcome (completed, cancelled,
+// error or hung; the record lives in the leaf package agents/outcome so the
+// pure checkers can read it without this runtime) delivered to a
+// caller-supplied Sink, and live Counters feed a progress display. One seed drives every decision: each agent incarnation draws its
 // turns from its own PCG stream, so Plan reproduces the decision sequence of a
 // run independently of timing.
 //

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
@@ -29,7 +30,7 @@ import (
 // at 200k tokens/s, so an agent prompt of 3-11k tokens batched with its peers
 // spends tens to hundreds of milliseconds before its first token, which is
 // where opencode-30's queued cancels (0-300ms after send) land.
-var engineConfig = engine.Config{DecodeTokensPerSec: 150, PrefillTokensPerSec: 200_000}
+var engineConfig = contract.EngineConfig{DecodeTokensPerSec: 150, PrefillTokensPerSec: 200_000}
 
 // drainDeadline bounds how long the engine may take to release everything
 // after the swarm stops. The fixed engine's own deadlines are 10s
@@ -40,16 +41,16 @@ const drainDeadline = 20 * time.Second
 // outcomes is a Sink that keeps every outcome.
 type outcomes struct {
 	mu  sync.Mutex
-	all []agents.Outcome
+	all []outcome.Outcome
 }
 
-func (r *outcomes) sink(o agents.Outcome) {
+func (r *outcomes) sink(o outcome.Outcome) {
 	r.mu.Lock()
 	r.all = append(r.all, o)
 	r.mu.Unlock()
 }
 
-func (r *outcomes) list() []agents.Outcome {
+func (r *outcomes) list() []outcome.Outcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.all)
@@ -107,7 +108,7 @@ func drain(t *testing.T, c *engine.Cluster) time.Duration {
 
 // accounting asserts every request has exactly one outcome and that the
 // live counters agree with the outcomes.
-func accounting(t *testing.T, s *agents.Swarm, outs []agents.Outcome) agents.Stats {
+func accounting(t *testing.T, s *agents.Swarm, outs []outcome.Outcome) agents.Stats {
 	t.Helper()
 	st := s.Stats()
 	if st.InFlight != 0 {
@@ -121,7 +122,7 @@ func accounting(t *testing.T, s *agents.Swarm, outs []agents.Outcome) agents.Sta
 		t.Errorf("%d outcomes delivered for %d requests started", len(outs), st.Started)
 	}
 	seen := make(map[[5]int]bool, len(outs))
-	var byKind = map[agents.Kind]int64{}
+	var byKind = map[outcome.Kind]int64{}
 	var queued, decode, integrity int64
 	for _, o := range outs {
 		k := [5]int{o.Agent, o.Incarnation, o.Session, o.Turn, o.Sub}
@@ -131,18 +132,18 @@ func accounting(t *testing.T, s *agents.Swarm, outs []agents.Outcome) agents.Sta
 		seen[k] = true
 		byKind[o.Kind]++
 		switch o.Kind {
-		case agents.KindCompleted:
+		case outcome.KindCompleted:
 			if o.Phase != "" || o.Reason != "" || o.Tokens != o.MaxTokens || o.FinishReason != "length" || !o.HasRoom {
 				t.Errorf("completed outcome malformed: %+v", o)
 			}
-		case agents.KindCancelled:
+		case outcome.KindCancelled:
 			switch o.Phase {
-			case agents.PhaseQueued:
+			case outcome.PhaseQueued:
 				queued++
 				if o.Tokens != 0 {
 					t.Errorf("queued-phase cancel with %d tokens: %+v", o.Tokens, o)
 				}
-			case agents.PhaseDecode:
+			case outcome.PhaseDecode:
 				decode++
 				if o.Tokens == 0 {
 					t.Errorf("decode-phase cancel without tokens: %+v", o)
@@ -153,7 +154,7 @@ func accounting(t *testing.T, s *agents.Swarm, outs []agents.Outcome) agents.Sta
 			if o.Reason == "" {
 				t.Errorf("cancelled outcome without reason: %+v", o)
 			}
-		case agents.KindError, agents.KindHung:
+		case outcome.KindError, outcome.KindHung:
 		default:
 			t.Errorf("outcome of unknown kind: %+v", o)
 		}
@@ -164,9 +165,9 @@ func accounting(t *testing.T, s *agents.Swarm, outs []agents.Outcome) agents.Sta
 			t.Errorf("outcome ends before it starts: %+v", o)
 		}
 	}
-	if byKind[agents.KindCompleted] != st.Completed || queued != st.CancelledQueued ||
-		decode != st.CancelledDecode || byKind[agents.KindError] != st.Errors ||
-		byKind[agents.KindHung] != st.Hung || integrity != st.Integrity {
+	if byKind[outcome.KindCompleted] != st.Completed || queued != st.CancelledQueued ||
+		decode != st.CancelledDecode || byKind[outcome.KindError] != st.Errors ||
+		byKind[outcome.KindHung] != st.Hung || integrity != st.Integrity {
 		t.Errorf("counters %+v disagree with outcomes %v (cancelled queued %d, decode %d, integrity %d)",
 			st, byKind, queued, decode, integrity)
 	}
@@ -174,14 +175,14 @@ func accounting(t *testing.T, s *agents.Swarm, outs []agents.Outcome) agents.Sta
 }
 
 // cancelTable counts cancelled outcomes by reason and phase.
-func cancelTable(outs []agents.Outcome) map[agents.Reason]map[agents.Phase]int {
-	m := map[agents.Reason]map[agents.Phase]int{}
+func cancelTable(outs []outcome.Outcome) map[outcome.Reason]map[outcome.Phase]int {
+	m := map[outcome.Reason]map[outcome.Phase]int{}
 	for _, o := range outs {
-		if o.Kind != agents.KindCancelled {
+		if o.Kind != outcome.KindCancelled {
 			continue
 		}
 		if m[o.Reason] == nil {
-			m[o.Reason] = map[agents.Phase]int{}
+			m[o.Reason] = map[outcome.Phase]int{}
 		}
 		m[o.Reason][o.Phase]++
 	}
@@ -190,14 +191,14 @@ func cancelTable(outs []agents.Outcome) map[agents.Reason]map[agents.Phase]int {
 
 // reportProblems fails on errors, hung requests and integrity violations,
 // naming the first few with their rooms.
-func reportProblems(t *testing.T, st agents.Stats, outs []agents.Outcome) {
+func reportProblems(t *testing.T, st agents.Stats, outs []outcome.Outcome) {
 	t.Helper()
 	if st.Errors == 0 && st.Hung == 0 && st.Integrity == 0 {
 		return
 	}
 	shown := 0
 	for _, o := range outs {
-		if (o.Kind == agents.KindError || o.Kind == agents.KindHung || o.Integrity != "") && shown < 5 {
+		if (o.Kind == outcome.KindError || o.Kind == outcome.KindHung || o.Integrity != "") && shown < 5 {
 			shown++
 			t.Logf("problem outcome (room %d): kind %s phase %s status %d msg %q integrity %q",
 				o.Room, o.Kind, o.Phase, o.Status, o.Message, o.Integrity)
@@ -207,12 +208,12 @@ func reportProblems(t *testing.T, st agents.Stats, outs []agents.Outcome) {
 }
 
 // latencies summarises completed outcomes: median TTFT and mean ITL.
-func latencies(outs []agents.Outcome) (p50TTFT, p99TTFT, meanITL time.Duration) {
+func latencies(outs []outcome.Outcome) (p50TTFT, p99TTFT, meanITL time.Duration) {
 	var ttft []time.Duration
 	var itl time.Duration
 	n := 0
 	for _, o := range outs {
-		if o.Kind == agents.KindCompleted {
+		if o.Kind == outcome.KindCompleted {
 			ttft = append(ttft, o.TTFT)
 			itl += o.ITL
 			n++
@@ -286,7 +287,7 @@ func roomsTerminal(t *testing.T, c *engine.Cluster) []roomSummary {
 
 // logRooms logs each engine's cleared rooms by last status and how many of
 // the rooms the clients saw each engine reports.
-func logRooms(t *testing.T, sums []roomSummary, outs []agents.Outcome) {
+func logRooms(t *testing.T, sums []roomSummary, outs []outcome.Outcome) {
 	t.Helper()
 	client := map[uint64]bool{}
 	for _, o := range outs {
@@ -395,8 +396,8 @@ func TestOpenCode30AgainstEngine(t *testing.T) {
 	}
 	// The end-of-run stop cancels in both phases by itself; the planned
 	// cancels (cancel by phase) must have landed in both phases too.
-	for _, ph := range []agents.Phase{agents.PhaseQueued, agents.PhaseDecode} {
-		if cancels[agents.ReasonCancel][ph] == 0 {
+	for _, ph := range []outcome.Phase{outcome.PhaseQueued, outcome.PhaseDecode} {
+		if cancels[outcome.ReasonCancel][ph] == 0 {
 			t.Errorf("no planned cancel landed in the %s phase: %v", ph, cancels)
 		}
 	}
@@ -442,7 +443,7 @@ func TestBurst80KillAllAgainstEngine(t *testing.T) {
 	outs := rec.list()
 	st := accounting(t, s, outs)
 	cancels := cancelTable(outs)
-	killAll := cancels[agents.ReasonKillAll][agents.PhaseQueued] + cancels[agents.ReasonKillAll][agents.PhaseDecode]
+	killAll := cancels[outcome.ReasonKillAll][outcome.PhaseQueued] + cancels[outcome.ReasonKillAll][outcome.PhaseDecode]
 	t.Logf("burst-80 seed %d, engine %+v: %d in flight at Ready, kill-all at %v, stopped, drained in %v",
 		seed, engineConfig, inFlightAtReady, killedAfter.Round(time.Millisecond), drainTook.Round(time.Millisecond))
 	t.Logf("started %d = completed %d + cancelled %d (queued %d, decode %d) + errors %d + hung %d; integrity violations %d",

@@ -16,6 +16,7 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
@@ -217,8 +218,8 @@ func openLoopMessages(seed, n uint64, words int) []model.Message {
 }
 
 // openLoopOutcome turns one vegeta result into an Outcome.
-func openLoopOutcome(res *vegeta.Result, r *olReq, cfg OpenLoopConfig, o OpenLoopOptions) Outcome {
-	out := Outcome{Source: SourceOpenLoop, Agent: -1, Session: -1, Turn: int(r.n), MaxTokens: o.MaxTokens,
+func openLoopOutcome(res *vegeta.Result, r *olReq, cfg OpenLoopConfig, o OpenLoopOptions) outcome.Outcome {
+	out := outcome.Outcome{Source: outcome.SourceOpenLoop, Agent: -1, Session: -1, Turn: int(r.n), MaxTokens: o.MaxTokens,
 		Start: r.sent.Sub(cfg.Base), End: r.end.Sub(cfg.Base), Status: int(res.Code)}
 	if !r.first.IsZero() {
 		out.TTFT = r.first.Sub(r.sent)
@@ -228,34 +229,34 @@ func openLoopOutcome(res *vegeta.Result, r *olReq, cfg OpenLoopConfig, o OpenLoo
 			out.Room, out.HasRoom = room, true
 		}
 	}
-	out.Phase = PhaseQueued
+	out.Phase = outcome.PhaseQueued
 	if !r.first.IsZero() {
-		out.Phase = PhaseDecode
+		out.Phase = outcome.PhaseDecode
 	}
 	switch {
 	case res.Code >= 200 && res.Code <= 299 && res.Error == "":
 		answer, err := parseAnswer(res.Body, o.Stream, &out)
 		if err != nil {
-			out.Kind, out.Message, out.Phase = KindError, err.Error(), ""
+			out.Kind, out.Message, out.Phase = outcome.KindError, err.Error(), ""
 			return out
 		}
-		out.Kind, out.Phase = KindCompleted, ""
+		out.Kind, out.Phase = outcome.KindCompleted, ""
 		applyCheck(&out, cfg.Check, openLoopMessages(cfg.Seed, r.n, o.PromptWords), answer)
 	case res.Code != 0:
-		out.Kind, out.Phase = KindError, ""
+		out.Kind, out.Phase = outcome.KindError, ""
 		out.Message = fmt.Sprintf("status %d: %s", res.Code, errorMessage(bytes.NewReader(res.Body)))
 	case r.cause == causeHung:
-		out.Kind = KindHung
+		out.Kind = outcome.KindHung
 	case r.cause != nil:
-		out.Kind, out.Reason = KindCancelled, ReasonStop
+		out.Kind, out.Reason = outcome.KindCancelled, outcome.ReasonStop
 	default:
-		out.Kind, out.Message, out.Phase = KindError, res.Error, ""
+		out.Kind, out.Message, out.Phase = outcome.KindError, res.Error, ""
 	}
 	return out
 }
 
 // parseAnswer reads a complete response body, streamed or not.
-func parseAnswer(body []byte, streamed bool, out *Outcome) (string, error) {
+func parseAnswer(body []byte, streamed bool, out *outcome.Outcome) (string, error) {
 	if streamed {
 		var st stream
 		if err := st.read(bytes.NewReader(body), 0, nil); err != nil {

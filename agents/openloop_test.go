@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/agents/internal/fakeserver"
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/internal/testkit"
 )
@@ -41,7 +42,7 @@ func TestOpenLoop(t *testing.T) {
 			t.Fatalf("stream=%v: want some violations and no errors: %+v", stream, st)
 		}
 		for _, o := range outs {
-			if o.Kind != KindCompleted || o.TTFT <= 0 || o.Tokens != 16 || !o.HasRoom || o.Source != SourceOpenLoop {
+			if o.Kind != outcome.KindCompleted || o.TTFT <= 0 || o.Tokens != 16 || !o.HasRoom || o.Source != outcome.SourceOpenLoop {
 				t.Fatalf("stream=%v: %+v", stream, o)
 			}
 		}
@@ -66,11 +67,11 @@ func TestOpenLoopStopsOnContext(t *testing.T) {
 	if took := time.Since(start); took > 2*time.Second {
 		t.Fatalf("open loop took %v to stop", took)
 	}
-	kinds := map[Kind]int{}
+	kinds := map[outcome.Kind]int{}
 	for _, o := range rec.all() {
 		kinds[o.Kind]++
 	}
-	if kinds[KindHung] == 0 || kinds[KindCompleted] != 0 || kinds[KindError] != 0 {
+	if kinds[outcome.KindHung] == 0 || kinds[outcome.KindCompleted] != 0 || kinds[outcome.KindError] != 0 {
 		t.Fatalf("want hung (and stop-cancelled) requests only: %v", kinds)
 	}
 	if err := (OpenLoopOptions{Phases: []LoadPhase{{Duration: time.Second}}}).Validate(); err == nil ||
@@ -89,31 +90,31 @@ func TestRequestEndings(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		handler http.HandlerFunc
-		want    Kind
+		want    outcome.Kind
 		status  int
 		message string
 	}{
 		{"completed", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, chunk("a")+chunk(" b")+`data: {"choices":[{"delta":{},"finish_reason":"length"}]}`+"\n\ndata: [DONE]\n\n")
-		}, KindCompleted, 200, ""},
+		}, outcome.KindCompleted, 200, ""},
 		{"status", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusTooManyRequests)
 			fmt.Fprint(w, `{"error":{"message":"slow down"}}`)
-		}, KindError, 429, "slow down"},
+		}, outcome.KindError, 429, "slow down"},
 		{"error event", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, chunk("a")+`data: {"error":{"message":"kv transfer failed"}}`+"\n\n")
-		}, KindError, 200, "kv transfer failed"},
+		}, outcome.KindError, 200, "kv transfer failed"},
 		{"truncated", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, chunk("a"))
-		}, KindError, 200, "truncated stream"},
+		}, outcome.KindError, 200, "truncated stream"},
 		{"last event without its blank line", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, strings.TrimSuffix(chunk("a"), "\n"))
-		}, KindError, 200, "truncated stream: ended without [DONE]"},
+		}, outcome.KindError, 200, "truncated stream: ended without [DONE]"},
 		{"connection cut", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, chunk("a"))
 			w.(http.Flusher).Flush()
 			panic(http.ErrAbortHandler) // the server drops the connection mid-body
-		}, KindError, 200, "read stream: unexpected EOF"},
+		}, outcome.KindError, 200, "read stream: unexpected EOF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.handler)
@@ -128,7 +129,7 @@ func TestRequestEndings(t *testing.T) {
 			if o.Kind != tc.want || o.Status != tc.status || !strings.Contains(o.Message, tc.message) {
 				t.Fatalf("got %+v", o)
 			}
-			if tc.want == KindCompleted && (answer != "a b" || o.FinishReason != "length" || o.Tokens != 2) {
+			if tc.want == outcome.KindCompleted && (answer != "a b" || o.FinishReason != "length" || o.Tokens != 2) {
 				t.Fatalf("answer %q, outcome %+v", answer, o)
 			}
 			if st := c.Snapshot(); st.Started != 1 || st.Ended() != 1 {

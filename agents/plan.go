@@ -7,18 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/engine/model"
-)
-
-// CancelKind is the cancellation an agent draws for a request before sending it.
-type CancelKind string
-
-// Planned cancellations; CancelNone (empty) lets the request run to its end.
-const (
-	CancelNone     CancelKind = ""
-	CancelQueued   CancelKind = "queued"
-	CancelDecode   CancelKind = "decode"
-	CancelDeadline CancelKind = "deadline"
 )
 
 // Incarnation is what an agent draws when it (re)starts: how long it lives
@@ -49,10 +39,10 @@ type Decision struct {
 	// Cancel is the planned cancellation with its parameter: CancelDelay
 	// after send for queued, CancelAfter tokens for decode, Deadline for
 	// deadline.
-	Cancel      CancelKind    `json:"cancel,omitempty"`
-	CancelDelay time.Duration `json:"cancel_delay,omitempty"`
-	CancelAfter int           `json:"cancel_after,omitempty"`
-	Deadline    time.Duration `json:"deadline,omitempty"`
+	Cancel      outcome.CancelKind `json:"cancel,omitempty"`
+	CancelDelay time.Duration      `json:"cancel_delay,omitempty"`
+	CancelAfter int                `json:"cancel_after,omitempty"`
+	Deadline    time.Duration      `json:"deadline,omitempty"`
 	// Think is the pause after the turn (main requests only).
 	Think time.Duration `json:"think,omitempty"`
 }
@@ -105,11 +95,11 @@ func (p *planner) next() []Decision {
 		u := p.rng.Float64()
 		switch q, dc := p.o.CancelQueuedRate, p.o.CancelDecodeRate; {
 		case u < q:
-			d.Cancel, d.CancelDelay = CancelQueued, uniform(p.rng, 0, p.o.CancelQueuedDelay)
+			d.Cancel, d.CancelDelay = outcome.CancelQueued, uniform(p.rng, 0, p.o.CancelQueuedDelay)
 		case u < q+dc && d.MaxTokens >= 2:
-			d.Cancel, d.CancelAfter = CancelDecode, 1+p.rng.IntN(d.MaxTokens-1)
+			d.Cancel, d.CancelAfter = outcome.CancelDecode, 1+p.rng.IntN(d.MaxTokens-1)
 		case u < q+dc+p.o.DeadlineRate:
-			d.Cancel, d.Deadline = CancelDeadline, uniform(p.rng, p.o.Deadline/2, p.o.Deadline)
+			d.Cancel, d.Deadline = outcome.CancelDeadline, uniform(p.rng, p.o.Deadline/2, p.o.Deadline)
 		}
 		if sub == 0 && p.o.ThinkTime > 0 {
 			d.Think = uniform(p.rng, 0, 2*p.o.ThinkTime)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pdchaos/pdchaos/agents/outcome"
 )
 
 func TestPlanDeterministic(t *testing.T) {
@@ -33,14 +35,14 @@ func TestPlanDeterministic(t *testing.T) {
 	}
 	// Plans cover every kind of decision the preset asks for.
 	_, ds := Plan(1, o, 0, 0, 2000)
-	kinds := map[CancelKind]int{}
+	kinds := map[outcome.CancelKind]int{}
 	subs := 0
 	for _, d := range ds {
 		kinds[d.Cancel]++
 		if d.Sub > 0 {
 			subs++
 		}
-		if d.Cancel == CancelDecode && (d.CancelAfter < 1 || d.CancelAfter >= d.MaxTokens) {
+		if d.Cancel == outcome.CancelDecode && (d.CancelAfter < 1 || d.CancelAfter >= d.MaxTokens) {
 			t.Fatalf("decode cancel outside the answer: %+v", d)
 		}
 	}

@@ -9,19 +9,20 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/agents/internal/fakeserver"
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
 // recorder is a test Sink that keeps every outcome and every decision.
 type recorder struct {
 	mu        sync.Mutex
-	outcomes  []Outcome
+	outcomes  []outcome.Outcome
 	decisions map[[2]int][]Decision // by (agent, incarnation)
 }
 
 func newRecorder() *recorder { return &recorder{decisions: map[[2]int][]Decision{}} }
 
-func (r *recorder) sink(o Outcome) {
+func (r *recorder) sink(o outcome.Outcome) {
 	r.mu.Lock()
 	r.outcomes = append(r.outcomes, o)
 	r.mu.Unlock()
@@ -34,10 +35,10 @@ func (r *recorder) trace(d Decision) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) all() []Outcome {
+func (r *recorder) all() []outcome.Outcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Outcome(nil), r.outcomes...)
+	return append([]outcome.Outcome(nil), r.outcomes...)
 }
 
 // runSwarm runs a swarm to its Duration and fails if it does not stop
@@ -60,7 +61,7 @@ func runSwarm(t *testing.T, cfg Config, limit time.Duration) *Swarm {
 }
 
 // checkAccounting asserts every request has exactly one outcome.
-func checkAccounting(t *testing.T, s *Swarm, outs []Outcome) {
+func checkAccounting(t *testing.T, s *Swarm, outs []outcome.Outcome) {
 	t.Helper()
 	st := s.Stats()
 	if st.InFlight != 0 || st.Started != st.Ended() || int64(len(outs)) != st.Started {
@@ -106,14 +107,14 @@ func TestSwarmOpenCode30(t *testing.T) {
 	if st.Integrity != 0 || st.Hung != 0 || st.Errors != 0 {
 		t.Fatalf("fake server is correct and fast, yet: %+v", st)
 	}
-	reasons := map[Reason]int{}
+	reasons := map[outcome.Reason]int{}
 	for _, o := range outs {
 		reasons[o.Reason]++
-		if o.Kind == KindCompleted && (o.Tokens != o.MaxTokens || o.TTFT <= 0 || !o.HasRoom) {
+		if o.Kind == outcome.KindCompleted && (o.Tokens != o.MaxTokens || o.TTFT <= 0 || !o.HasRoom) {
 			t.Fatalf("completed outcome incomplete: %+v", o)
 		}
 	}
-	if reasons[ReasonCancel] == 0 || reasons[ReasonKill] == 0 {
+	if reasons[outcome.ReasonCancel] == 0 || reasons[outcome.ReasonKill] == 0 {
 		t.Fatalf("want planned cancels and kills among reasons: %v", reasons)
 	}
 	// The run drew exactly the decisions Plan predicts, whatever the timing.
@@ -148,16 +149,16 @@ func TestSwarmHangingServer(t *testing.T) {
 	hung := 0
 	for _, o := range outs {
 		switch o.Kind {
-		case KindHung:
+		case outcome.KindHung:
 			hung++
 			if d := o.End - o.Start; d < hang || d > hang+500*time.Millisecond {
 				t.Fatalf("hung after %v, want about %v: %+v", d, hang, o)
 			}
-			if o.Phase != PhaseQueued || o.Tokens != 0 {
+			if o.Phase != outcome.PhaseQueued || o.Tokens != 0 {
 				t.Fatalf("hung request with bytes: %+v", o)
 			}
-		case KindCancelled:
-			if o.Reason != ReasonStop {
+		case outcome.KindCancelled:
+			if o.Reason != outcome.ReasonStop {
 				t.Fatalf("unexpected cancel: %+v", o)
 			}
 		default:
@@ -187,7 +188,7 @@ func TestSwarmIntegrityViolation(t *testing.T) {
 			continue
 		}
 		bad++
-		if o.Kind != KindCompleted || o.Expected == o.Got || o.Expected == "" || !o.HasRoom {
+		if o.Kind != outcome.KindCompleted || o.Expected == o.Got || o.Expected == "" || !o.HasRoom {
 			t.Fatalf("violation lacks detail: %+v", o)
 		}
 	}
@@ -231,7 +232,7 @@ func TestSwarmKillAll(t *testing.T) {
 	checkAccounting(t, s, outs)
 	killed := 0
 	for _, o := range outs {
-		if o.Reason == ReasonKillAll {
+		if o.Reason == outcome.ReasonKillAll {
 			killed++
 		}
 	}

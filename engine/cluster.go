@@ -17,7 +17,7 @@ import (
 // prefill and one decode, talking over real loopback TCP. It is the default
 // target for tests and `make run`.
 type Cluster struct {
-	cfg     Config
+	cfg     contract.EngineConfig
 	links   *linkTable
 	Prefill *Prefill
 	Decode  *Decode
@@ -28,9 +28,9 @@ type Cluster struct {
 }
 
 // StartCluster starts router, prefill and decode on OS-chosen loopback ports.
-func StartCluster(ctx context.Context, cfg Config, log *slog.Logger) (*Cluster, error) {
-	if _, _, err := cfg.withDefaults(); err != nil {
-		return nil, err
+func StartCluster(ctx context.Context, cfg contract.EngineConfig, log *slog.Logger) (*Cluster, error) {
+	if _, _, err := cfg.Resolve(); err != nil {
+		return nil, fmt.Errorf("engine config: %w", err)
 	}
 	c := &Cluster{cfg: cfg, links: newLinkTable()}
 	var err error

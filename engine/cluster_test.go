@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
@@ -12,7 +12,7 @@ import (
 
 func TestClusterStreamsExpectedAnswer(t *testing.T) {
 	testkit.NoLeaks(t)
-	c := testcluster.Start(t, engine.Config{})
+	c := testcluster.Start(t, contract.EngineConfig{})
 	msgs := []model.Message{{Role: "system", Content: strings.Repeat("you are a careful coding agent ", 40)}, {Role: "user", Content: "fix the bug in main.go"}}
 	r := testkit.Chat(t.Context(), c.Endpoint(), msgs, 24)
 	if r.Err != nil {

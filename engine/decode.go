@@ -25,7 +25,7 @@ import (
 // one KV listener per rank, and the scheduler loop, all driving a
 // core.Decode under one mutex.
 type Decode struct {
-	cfg    Config
+	cfg    contract.EngineConfig
 	log    *slog.Logger
 	links  *linkTable
 	ctx    context.Context
@@ -69,14 +69,14 @@ type DecodeAddrs struct {
 }
 
 // StartDecode starts a decode role.
-func StartDecode(ctx context.Context, cfg Config, addrs DecodeAddrs, log *slog.Logger) (*Decode, error) {
+func StartDecode(ctx context.Context, cfg contract.EngineConfig, addrs DecodeAddrs, log *slog.Logger) (*Decode, error) {
 	return startDecode(ctx, cfg, addrs, newLinkTable(), log)
 }
 
-func startDecode(ctx context.Context, cfg Config, addrs DecodeAddrs, links *linkTable, log *slog.Logger) (*Decode, error) {
-	cfg, reg, err := cfg.withDefaults()
+func startDecode(ctx context.Context, cfg contract.EngineConfig, addrs DecodeAddrs, links *linkTable, log *slog.Logger) (*Decode, error) {
+	cfg, reg, err := cfg.Resolve()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("engine config: %w", err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -31,7 +31,7 @@ func prompt(i int) []model.Message {
 
 func TestConcurrentRequestsAllCorrect(t *testing.T) {
 	testkit.NoLeaks(t)
-	c := testcluster.Start(t, engine.Config{})
+	c := testcluster.Start(t, contract.EngineConfig{})
 	const n = 200
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -145,14 +145,14 @@ func TestClientDisconnectClearsBothSides(t *testing.T) {
 	testkit.NoLeaks(t)
 	cases := []struct {
 		name        string
-		cfg         engine.Config
+		cfg         contract.EngineConfig
 		afterTokens int
 		prefill     string // final state expected on prefill
 	}{
 		// Client gives up while prefill is still forwarding: both rooms fail.
-		{"during-prefill", engine.Config{PrefillTokensPerSec: 100}, 0, "Failed"},
+		{"during-prefill", contract.EngineConfig{PrefillTokensPerSec: 100}, 0, "Failed"},
 		// Client gives up mid-decode: prefill's transfer already succeeded.
-		{"during-decode", engine.Config{DecodeTokensPerSec: 50}, 3, "Success"},
+		{"during-decode", contract.EngineConfig{DecodeTokensPerSec: 50}, 3, "Success"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -188,7 +188,7 @@ func TestClientDisconnectClearsBothSides(t *testing.T) {
 }
 
 func TestMetricsUseSGLangNamesAndLabels(t *testing.T) {
-	c := testcluster.Start(t, engine.Config{TP: 2})
+	c := testcluster.Start(t, contract.EngineConfig{TP: 2})
 	names := []string{contract.MetricPrefillBootstrapQueue, contract.MetricPrefillInflightQueue, contract.MetricDecodePreallocQueue,
 		contract.MetricDecodeTransferQueue, contract.MetricRunning, contract.MetricQueue, contract.MetricTokenUsage,
 		contract.MetricBootstrapFailed, contract.MetricTransferFailed}
@@ -227,7 +227,7 @@ func TestMetricsUseSGLangNamesAndLabels(t *testing.T) {
 
 func TestCloseReleasesEverything(t *testing.T) {
 	testkit.NoLeaks(t)
-	c, err := engine.StartCluster(t.Context(), engine.Config{TP: 2}, nil)
+	c, err := engine.StartCluster(t.Context(), contract.EngineConfig{TP: 2}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestDecodeHeartbeatFailsRoomsOfADeadPrefill(t *testing.T) {
 	testkit.NoLeaks(t)
 	// A waiting timeout far beyond the test: only the heartbeat can free
 	// decode's slot in time.
-	c := testcluster.Start(t, engine.Config{WaitingTimeout: time.Minute, HeartbeatInterval: 100 * time.Millisecond})
+	c := testcluster.Start(t, contract.EngineConfig{WaitingTimeout: time.Minute, HeartbeatInterval: 100 * time.Millisecond})
 	h := hooksOf(t, c)
 	must(t, h.Pause(t.Context(), allWorkers))
 	answer := make(chan error, 1)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
@@ -16,7 +16,7 @@ import (
 // streaming and not, so the wire format is what real clients expect.
 func TestOfficialOpenAIClient(t *testing.T) {
 	testkit.NoLeaks(t)
-	c := testcluster.Start(t, engine.Config{})
+	c := testcluster.Start(t, contract.EngineConfig{})
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	client := openai.NewClient(option.WithBaseURL(c.Endpoint()+"/v1/"), option.WithAPIKey("unused"),

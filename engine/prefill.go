@@ -25,7 +25,7 @@ import (
 // control PULL socket, bootstrap loop and transfer workers per rank, and the
 // scheduler loop, all driving a core.Prefill under one mutex.
 type Prefill struct {
-	cfg    Config
+	cfg    contract.EngineConfig
 	log    *slog.Logger
 	links  *linkTable
 	ctx    context.Context
@@ -63,14 +63,14 @@ type PrefillAddrs struct {
 }
 
 // StartPrefill starts a prefill role.
-func StartPrefill(ctx context.Context, cfg Config, addrs PrefillAddrs, log *slog.Logger) (*Prefill, error) {
+func StartPrefill(ctx context.Context, cfg contract.EngineConfig, addrs PrefillAddrs, log *slog.Logger) (*Prefill, error) {
 	return startPrefill(ctx, cfg, addrs, newLinkTable(), log)
 }
 
-func startPrefill(ctx context.Context, cfg Config, addrs PrefillAddrs, links *linkTable, log *slog.Logger) (*Prefill, error) {
-	cfg, reg, err := cfg.withDefaults()
+func startPrefill(ctx context.Context, cfg contract.EngineConfig, addrs PrefillAddrs, links *linkTable, log *slog.Logger) (*Prefill, error) {
+	cfg, reg, err := cfg.Resolve()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("engine config: %w", err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -116,7 +116,7 @@ func (p *Prefill) bootstrapRoutes() http.Handler {
 	return mux
 }
 
-func serverInfo(cfg Config, role string, addrs any) map[string]any {
+func serverInfo(cfg contract.EngineConfig, role string, addrs any) map[string]any {
 	reg, _ := contract.ParseRegressions(cfg.Regressions)
 	return map[string]any{"model_path": cfg.Model, "served_model_name": cfg.Model, "disaggregation_mode": role,
 		"tp_size": cfg.TP, "page_size": cfg.PageSize, "regressions": reg.List(), "addrs": addrs,

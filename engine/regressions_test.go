@@ -22,7 +22,7 @@ import (
 
 // shortDeadlines makes the fixed engine's backstops fire quickly, so
 // "the regression never heals" can be shown by watching longer than them.
-func shortDeadlines(cfg engine.Config) engine.Config {
+func shortDeadlines(cfg contract.EngineConfig) contract.EngineConfig {
 	cfg.BootstrapTimeout, cfg.InflightTimeout, cfg.WaitingTimeout = time.Second, time.Second, time.Second
 	if cfg.AckTimeout == 0 {
 		cfg.AckTimeout = time.Second
@@ -34,7 +34,7 @@ const wedgeWindow = 3 * time.Second // longer than every deadline above
 
 type wedgeScript func(t *testing.T, c *engine.Cluster, regressed bool)
 
-func runWedge(t *testing.T, name string, cfg engine.Config, script wedgeScript) {
+func runWedge(t *testing.T, name string, cfg contract.EngineConfig, script wedgeScript) {
 	for _, regressed := range []bool{true, false} {
 		label := "fixed"
 		cfg := shortDeadlines(cfg)
@@ -67,7 +67,7 @@ func wedged(t *testing.T, c *engine.Cluster, cond func() error) {
 }
 
 func TestRegressionAbortBeforeStatus(t *testing.T) {
-	runWedge(t, contract.AbortBeforeStatus, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
+	runWedge(t, contract.AbortBeforeStatus, contract.EngineConfig{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		prefill, decode := c.EngineURLs()[0], c.EngineURLs()[1]
 		// Prefill's copy of the request arrives late: decode's metadata and
 		// then its ABORT reach prefill before the sender exists (6.1(b)).
@@ -112,7 +112,7 @@ func TestRegressionAbortBeforeStatus(t *testing.T) {
 }
 
 func TestRegressionStatusResurrection(t *testing.T) {
-	runWedge(t, contract.StatusResurrection, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
+	runWedge(t, contract.StatusResurrection, contract.EngineConfig{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		prefill := c.EngineURLs()[0]
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
@@ -163,7 +163,7 @@ func hasEvent(rec contract.RoomRecord, kind string) bool {
 }
 
 func TestRegressionUnknownRoomWaiting(t *testing.T) {
-	runWedge(t, contract.UnknownRoomWaiting, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
+	runWedge(t, contract.UnknownRoomWaiting, contract.EngineConfig{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		decode := c.EngineURLs()[1]
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
@@ -200,7 +200,7 @@ func TestRegressionUnknownRoomWaiting(t *testing.T) {
 }
 
 func TestRegressionBootstrapThreadDeath(t *testing.T) {
-	runWedge(t, contract.BootstrapThreadDeath, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
+	runWedge(t, contract.BootstrapThreadDeath, contract.EngineConfig{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		decode := c.EngineURLs()[1]
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
@@ -247,7 +247,7 @@ func TestRegressionBootstrapThreadDeath(t *testing.T) {
 }
 
 func TestRegressionDecodeAbortLeak(t *testing.T) {
-	runWedge(t, contract.DecodeAbortLeak, engine.Config{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
+	runWedge(t, contract.DecodeAbortLeak, contract.EngineConfig{}, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
 		cancel := testkit.Background(t, func(ctx context.Context) {
@@ -272,7 +272,7 @@ func TestRegressionDecodeAbortLeak(t *testing.T) {
 }
 
 func TestRegressionRankDesync(t *testing.T) {
-	runWedge(t, contract.RankDesync, engine.Config{TP: 2}, func(t *testing.T, c *engine.Cluster, regressed bool) {
+	runWedge(t, contract.RankDesync, contract.EngineConfig{TP: 2}, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
 		cancel := testkit.Background(t, func(ctx context.Context) {
@@ -315,7 +315,7 @@ func TestRegressionRankDesync(t *testing.T) {
 }
 
 func TestRegressionFreeBeforeAck(t *testing.T) {
-	cfg := engine.Config{TransferWorkers: 2, ChunkPages: 1, AckTimeout: 30 * time.Second}
+	cfg := contract.EngineConfig{TransferWorkers: 2, ChunkPages: 1, AckTimeout: 30 * time.Second}
 	runWedge(t, contract.FreeBeforeAck, cfg, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		prefill, decode := c.EngineURLs()[0], c.EngineURLs()[1]
 		h := hooksOf(t, c)

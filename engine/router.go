@@ -37,7 +37,7 @@ type RouterConfig struct {
 // streams decode's answer. A client that goes away cancels both upstream
 // requests; that is how aborts reach the engines.
 type Router struct {
-	cfg    Config
+	cfg    contract.EngineConfig
 	rc     RouterConfig
 	log    *slog.Logger
 	srv    *http.Server
@@ -53,14 +53,14 @@ type Router struct {
 }
 
 // StartRouter starts a router.
-func StartRouter(ctx context.Context, cfg Config, rc RouterConfig, log *slog.Logger) (*Router, error) {
+func StartRouter(ctx context.Context, cfg contract.EngineConfig, rc RouterConfig, log *slog.Logger) (*Router, error) {
 	return startRouter(ctx, cfg, rc, newLinkTable(), log)
 }
 
-func startRouter(ctx context.Context, cfg Config, rc RouterConfig, links *linkTable, log *slog.Logger) (*Router, error) {
-	cfg, _, err := cfg.withDefaults()
+func startRouter(ctx context.Context, cfg contract.EngineConfig, rc RouterConfig, links *linkTable, log *slog.Logger) (*Router, error) {
+	cfg, _, err := cfg.Resolve()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("engine config: %w", err)
 	}
 	for name, a := range map[string]string{"prefill http": rc.PrefillHTTP, "decode http": rc.DecodeHTTP, "prefill bootstrap": rc.PrefillBootstrap} {
 		if _, _, err := net.SplitHostPort(a); err != nil {

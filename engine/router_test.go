@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/internal/testkit"
@@ -45,7 +46,7 @@ func TestRouterReportsADecodeStreamThatEndsEarly(t *testing.T) {
 			}))
 			t.Cleanup(decode.Close)
 			host := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
-			rt, err := engine.StartRouter(t.Context(), engine.Config{}, engine.RouterConfig{
+			rt, err := engine.StartRouter(t.Context(), contract.EngineConfig{}, engine.RouterConfig{
 				PrefillHTTP: host(prefill), DecodeHTTP: host(decode), PrefillBootstrap: host(prefill)}, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
-	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
@@ -21,7 +20,7 @@ func TestWireDialects(t *testing.T) {
 	testkit.NoLeaks(t)
 	for _, w := range contract.Wires() {
 		t.Run(string(w), func(t *testing.T) {
-			c := testcluster.Start(t, engine.Config{Wire: w, PrefillTokensPerSec: 2000})
+			c := testcluster.Start(t, contract.EngineConfig{Wire: w, PrefillTokensPerSec: 2000})
 			var wg sync.WaitGroup
 			errs := make(chan error, 8)
 			for i := range 8 {

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/harness/target"
 )
 
 // TestExternalOnProcs is must-show 3: the engine runs as three processes
@@ -32,7 +33,7 @@ func TestExternalOnProcs(t *testing.T) {
 			if tc.regression != "" {
 				cfg.Regressions = []string{tc.regression}
 			}
-			procs, err := StartProcs(t.Context(), pdchaosBin, cfg, nil)
+			procs, err := target.StartProcs(t.Context(), pdchaosBin, cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,60 +44,31 @@ func TestExternalOnProcs(t *testing.T) {
 					t.Error(err)
 				}
 			})
-			ext := &External{Router: procs.Endpoint(), Metrics: procs.MetricsURLs()}
-			res, err := Run(t.Context(), RunOptions{Scenario: sc, Seed: 5, ResultsDir: t.TempDir(), Source: ExternalSource{Target: ext}})
+			ext := &target.External{Router: procs.Endpoint(), Metrics: procs.MetricsURLs()}
+			res, err := Run(t.Context(), RunOptions{Scenario: sc, Seed: 5, ResultsDir: t.TempDir(), Source: target.ExternalSource{Target: ext}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, n := range []string{contract.CheckSlotsReleased, contract.CheckLiveness, contract.CheckClientOutcomes} {
 				c, _ := res.Checks.Get(n)
-				want := Pass
+				want := check.Pass
 				if n == tc.fail {
-					want = Fail
+					want = check.Fail
 				}
-				if c.Status != want && !(tc.fail != "" && c.Status == Fail) {
+				if c.Status != want && !(tc.fail != "" && c.Status == check.Fail) {
 					t.Errorf("%s: %s (%s), want %s", n, c.Status, c.Summary, want)
 				}
 			}
-			if c, _ := res.Checks.Get(contract.CheckRoomsTerminal); c.Status != Skip {
+			if c, _ := res.Checks.Get(contract.CheckRoomsTerminal); c.Status != check.Skip {
 				t.Errorf("rooms-terminal: %s, want skip on a URL-only target", c.Status)
 			}
-			want := Pass
+			want := check.Pass
 			if tc.fail != "" {
-				want = Fail
+				want = check.Fail
 			}
 			if res.Verdict != want {
 				t.Fatalf("verdict %s, want %s: %v", res.Verdict, want, res.Err())
 			}
 		})
-	}
-}
-
-// TestProcsRestartSameAddresses: a killed role comes back on its addresses.
-func TestProcsRestartSameAddresses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts engine processes")
-	}
-	procs, err := StartProcs(t.Context(), pdchaosBin, engine.Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer procs.Close(context.Background())
-	before, _ := procs.PID("decode")
-	urls := procs.EngineURLs()
-	if err := procs.Restart(t.Context(), "decode"); err != nil {
-		t.Fatal(err)
-	}
-	after, _ := procs.PID("decode")
-	if after == before || procs.EngineURLs()[1] != urls[1] {
-		t.Fatalf("pid %d→%d urls %v→%v", before, after, urls, procs.EngineURLs())
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	if err := procs.Health(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := RequireLayers(procs, nil); err != nil {
-		t.Fatal(err)
 	}
 }

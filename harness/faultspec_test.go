@@ -12,10 +12,11 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults/catalog"
 	"github.com/pdchaos/pdchaos/faults/network"
+	"github.com/pdchaos/pdchaos/harness/check"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
@@ -242,14 +243,14 @@ func TestRunKVToxics(t *testing.T) {
 	}
 	for _, name := range []string{contract.CheckFaultsVerified, contract.CheckClientOutcomes, contract.CheckSlotsReleased,
 		contract.CheckRoomsTerminal, contract.CheckIntegrity, contract.CheckLiveness} {
-		if c, _ := res.Checks.Get(name); c.Status != Pass {
+		if c, _ := res.Checks.Get(name); c.Status != check.Pass {
 			t.Errorf("%s: %s: %s", name, c.Status, c.Summary)
 		}
 	}
-	if c, _ := res.Checks.Get(contract.CheckClientOutcomes); c.Evidence[string(agents.KindHung)] != 0 || c.Evidence["requests"] == 0 {
+	if c, _ := res.Checks.Get(contract.CheckClientOutcomes); c.Evidence[string(outcome.KindHung)] != 0 || c.Evidence["requests"] == 0 {
 		t.Errorf("client outcomes: %v", c.Evidence)
 	}
-	if res.Verdict != Pass || res.ExitCode != ExitPass {
+	if res.Verdict != check.Pass || res.ExitCode != ExitPass {
 		t.Fatalf("verdict %s (exit %d): %v", res.Verdict, res.ExitCode, res.Err())
 	}
 }

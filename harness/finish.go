@@ -19,18 +19,20 @@ import (
 	"github.com/pdchaos/pdchaos/agents"
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/harness/target"
 )
 
 // drainAndProbe waits (polling, bounded by the drain deadline) until every
 // gauge is 0 and no room is held, then sends the liveness probes.
-func (r *runner) drainAndProbe(ctx context.Context, t Target, c CheckSpec) {
+func (r *runner) drainAndProbe(ctx context.Context, t target.Target, c CheckSpec) {
 	r.phaseEvent(PhaseDrain)
 	start := r.log.Since()
 	deadline := time.NewTimer(c.DrainDeadline)
 	defer deadline.Stop()
 	poll := time.NewTicker(50 * time.Millisecond)
 	defer poll.Stop()
-	d := Drain{}
+	d := check.Drain{}
 	for {
 		settled, ok, busy := r.rec.Settled(start)
 		if ok && settled {
@@ -53,7 +55,7 @@ func (r *runner) drainAndProbe(ctx context.Context, t Target, c CheckSpec) {
 		}
 	}
 	d.Waited = r.log.Since() - start
-	r.log.Add(Event{Type: EvDrain, Drain: &d})
+	r.log.Add(check.Event{Type: check.EvDrain, Drain: &d})
 	if ctx.Err() != nil {
 		return
 	}
@@ -87,11 +89,11 @@ func (r *runner) probe(ctx context.Context, endpoint string, c CheckSpec) {
 		g.Go(func() error {
 			start := time.Now()
 			err := probeOnce(ctx, client, endpoint, r.sc.Engine.Model, r.seed, i, c.ProbeDeadline, !r.o.NoAnswerCheck)
-			p := Probe{OK: err == nil, Latency: time.Since(start)}
+			p := check.Probe{OK: err == nil, Latency: time.Since(start)}
 			if err != nil {
 				p.Error = err.Error()
 			}
-			r.log.Add(Event{Type: EvProbe, Probe: &p})
+			r.log.Add(check.Event{Type: check.EvProbe, Probe: &p})
 			return nil
 		})
 	}
@@ -183,10 +185,10 @@ func (r *runner) progressLoop(ctx context.Context) {
 // run would be counted too.
 func (r *runner) leakCheck() {
 	if !r.src.InProcess() {
-		r.log.Add(Event{Type: EvLeaks, Leaks: &Leaks{Detail: "skipped: the " + r.src.Kind() + " target's goroutines live in other processes"}})
+		r.log.Add(check.Event{Type: check.EvLeaks, Leaks: &check.Leaks{Detail: "skipped: the " + r.src.Kind() + " target's goroutines live in other processes"}})
 		return
 	}
-	l := Leaks{Checked: true}
+	l := check.Leaks{Checked: true}
 	if err := goleak.Find(r.ignore, goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop")); err != nil {
 		l.Leaked = strings.Count(err.Error(), "Goroutine ")
@@ -198,49 +200,37 @@ func (r *runner) leakCheck() {
 			l.Detail = l.Detail[:4000] + "…"
 		}
 	}
-	r.log.Add(Event{Type: EvLeaks, Leaks: &l})
+	r.log.Add(check.Event{Type: check.EvLeaks, Leaks: &l})
 }
 
 // finish judges, then writes result.json (first), events.jsonl and repro.yaml.
 func (r *runner) finish(ctx context.Context, res *Result, herr error) {
 	interrupted := ctx.Err() != nil
-	end := EndInfo{Interrupted: interrupted}
+	end := check.EndInfo{Interrupted: interrupted}
 	if herr != nil {
 		end.Error = herr.Error()
 	}
-	r.log.Add(Event{Type: EvEnd, End: &end})
+	r.log.Add(check.Event{Type: check.EvEnd, End: &end})
 	evs := r.log.Events()
 	res.Duration = time.Since(r.base)
 	res.Interrupted = interrupted
-	res.Checks = Judge(evs, r.sc.Checks)
-	v := newView(evs)
-	res.Faults, res.Wedges, res.Drain = v.faults, v.wedges, v.drain
+	res.Checks, res.Verdict = JudgeLog(evs, r.sc.Checks)
+	if herr != nil {
+		res.HarnessError = herr.Error()
+	}
+	v := check.NewView(evs)
+	res.Faults, res.Wedges, res.Drain = v.Faults, v.Wedges, v.Drain
 	if r.swarm != nil {
 		res.Agents = r.swarm.Stats()
 	}
 	p := r.phase
-	res.Phases = phaseStats(v.outcomes, []PhaseStats{
+	res.Phases = phaseStats(v.Outcomes, []PhaseStats{
 		{Name: PhaseWarmup, Start: 0, End: p.ready},
 		{Name: PhaseFaults, Start: p.ready, End: p.faultsEnd},
 		{Name: PhaseRecovery, Start: p.faultsEnd, End: max(p.loadEnd, p.faultsEnd)},
 	})
-	if interrupted { // a partial run proves nothing either way
-		for i := range res.Checks {
-			if c := &res.Checks[i]; c.Status == Fail || c.Status == Skip {
-				c.Status, c.Summary = Inconclusive, "interrupted: "+c.Summary
-			}
-		}
-	}
-	res.Verdict = res.Checks.Verdict()
-	switch {
-	case herr != nil:
-		res.HarnessError = herr.Error()
-		res.Verdict = ""
-	case interrupted:
-		res.Verdict = Inconclusive // a partial run proves nothing either way
-	}
 	res.ExitCode = ExitCodeFor(res.Verdict)
-	if res.Verdict == Fail {
+	if res.Verdict == check.Fail {
 		res.FirstFailure = res.Checks.Error()
 	}
 	if err := res.WriteJSON(); err != nil && res.HarnessError == "" {

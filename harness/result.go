@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/faults/schedule"
+	"github.com/pdchaos/pdchaos/harness/check"
 )
 
 // Exit codes: 0 pass, 1 invariant violated, 2 inconclusive, 3 harness error.
@@ -25,7 +27,7 @@ const (
 
 // Result is result.json: the verdict first, then what it rests on.
 type Result struct {
-	Verdict      Status            `json:"verdict"`
+	Verdict      check.Status      `json:"verdict"`
 	ExitCode     int               `json:"exit_code"`
 	FirstFailure string            `json:"first_failure,omitempty"`
 	Scenario     string            `json:"scenario"`
@@ -38,11 +40,11 @@ type Result struct {
 	Duration     time.Duration     `json:"duration"`
 	Interrupted  bool              `json:"interrupted,omitempty"`
 	HarnessError string            `json:"harness_error,omitempty"`
-	Checks       Checks            `json:"checks"`
+	Checks       check.Checks      `json:"checks"`
 	Phases       []PhaseStats      `json:"phases,omitempty"`
 	Faults       []schedule.Record `json:"faults,omitempty"`
-	Wedges       []Wedge           `json:"wedges,omitempty"`
-	Drain        *Drain            `json:"drain,omitempty"`
+	Wedges       []check.Wedge     `json:"wedges,omitempty"`
+	Drain        *check.Drain      `json:"drain,omitempty"`
 	Agents       agents.Stats      `json:"agents"`
 }
 
@@ -62,7 +64,7 @@ type PhaseStats struct {
 }
 
 // phaseStats splits outcomes into the given [start, end) phases.
-func phaseStats(outs []agents.Outcome, phases []PhaseStats) []PhaseStats {
+func phaseStats(outs []outcome.Outcome, phases []PhaseStats) []PhaseStats {
 	for i := range phases {
 		p := &phases[i]
 		var ttft []time.Duration
@@ -72,14 +74,14 @@ func phaseStats(outs []agents.Outcome, phases []PhaseStats) []PhaseStats {
 			}
 			p.Requests++
 			switch o.Kind {
-			case agents.KindCompleted:
+			case outcome.KindCompleted:
 				p.Completed++
 				ttft = append(ttft, o.TTFT)
-			case agents.KindCancelled:
+			case outcome.KindCancelled:
 				p.Cancelled++
-			case agents.KindError:
+			case outcome.KindError:
 				p.Errors++
-			case agents.KindHung:
+			case outcome.KindHung:
 				p.Hung++
 			}
 		}
@@ -92,13 +94,13 @@ func phaseStats(outs []agents.Outcome, phases []PhaseStats) []PhaseStats {
 }
 
 // ExitCodeFor maps a verdict onto the process exit code.
-func ExitCodeFor(v Status) int {
+func ExitCodeFor(v check.Status) int {
 	switch v {
-	case Pass:
+	case check.Pass:
 		return ExitPass
-	case Fail:
+	case check.Fail:
 		return ExitViolation
-	case Inconclusive:
+	case check.Inconclusive:
 		return ExitInconclusive
 	}
 	return ExitHarness
@@ -109,12 +111,12 @@ func (r *Result) Err() error {
 	switch {
 	case r.HarnessError != "":
 		return fmt.Errorf("harness error: %s", r.HarnessError)
-	case r.Verdict == Fail:
+	case r.Verdict == check.Fail:
 		return r.Checks
-	case r.Verdict == Inconclusive:
+	case r.Verdict == check.Inconclusive:
 		var why []string
 		for _, c := range r.Checks {
-			if c.Status == Inconclusive {
+			if c.Status == check.Inconclusive {
 				why = append(why, c.Name+": "+c.Summary)
 			}
 		}
@@ -167,7 +169,7 @@ func (r *Result) PrintTable(w io.Writer) {
 	}
 	_ = tw.Flush()
 	for _, c := range r.Checks {
-		if c.Status != Fail {
+		if c.Status != check.Fail {
 			continue
 		}
 		for i, s := range c.Stuck {

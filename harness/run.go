@@ -16,9 +16,13 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/network"
 	"github.com/pdchaos/pdchaos/faults/schedule"
+	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/harness/record"
+	"github.com/pdchaos/pdchaos/harness/target"
 )
 
 // Run phases, as logged and reported.
@@ -38,7 +42,7 @@ type RunOptions struct {
 	// fresh seed is drawn (and printed in the result and repro).
 	Seed uint64
 	// Source opens the target; nil means Bundled.
-	Source TargetSource
+	Source target.Source
 	// ResultsDir holds run directories; empty means "runs".
 	ResultsDir string
 	// NoAnswerCheck skips integrity checks (a real model's answers are not
@@ -47,7 +51,7 @@ type RunOptions struct {
 	// Progress, if set, is called about twice a second with live figures.
 	Progress func(Progress)
 	// OnWedge, if set, is called the moment the watchdog flags a wedge.
-	OnWedge func(Wedge)
+	OnWedge func(check.Wedge)
 }
 
 // Progress is the live status of a run.
@@ -90,7 +94,7 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 	}
 	src := o.Source
 	if src == nil {
-		src = Bundled{}
+		src = target.Bundled{}
 	}
 	seed := o.Seed
 	if seed == 0 {
@@ -119,7 +123,7 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 	res = &Result{Scenario: sc.Name, Seed: seed, Target: src.Kind(), RunDir: dir, Started: started,
 		Regressions: sc.Engine.Regressions,
 		Repro:       fmt.Sprintf("pdchaos run %s --seed %d --target %s", filepath.Join(dir, "repro.yaml"), seed, src.Kind())}
-	if r.log, err = NewEventLog(filepath.Join(dir, "events.jsonl"), started); err != nil {
+	if r.log, err = record.NewEventLog(filepath.Join(dir, "events.jsonl"), started); err != nil {
 		return nil, fmt.Errorf("run %s: %w", sc.Name, err)
 	}
 	herr := r.execute(ctx, res)
@@ -131,13 +135,13 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 type runner struct {
 	o      RunOptions
 	sc     *Scenario
-	src    TargetSource
+	src    target.Source
 	seed   uint64
 	dir    string
 	base   time.Time
-	log    *EventLog
+	log    *record.EventLog
 	ignore goleak.Option
-	rec    *Recorder
+	rec    *record.Recorder
 	swarm  *agents.Swarm
 	faults []schedule.Record
 	phase  phaseTimes
@@ -147,7 +151,7 @@ type runner struct {
 type phaseTimes struct{ ready, faultsEnd, loadEnd time.Duration }
 
 func (r *runner) phaseEvent(name string) {
-	r.log.Add(Event{Type: EvPhase, Phase: name})
+	r.log.Add(check.Event{Type: check.EvPhase, Phase: name})
 }
 
 // execute runs everything up to the judgement; the target is closed and
@@ -174,11 +178,11 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 	}
 	defer func() { _ = closeTarget() }()
 	var layers []string
-	for _, l := range Layers(t) {
+	for _, l := range target.Layers(t) {
 		layers = append(layers, string(l))
 	}
-	r.log.Add(Event{Type: EvRun, Run: &RunInfo{Scenario: sc.Name, Seed: r.seed, Target: r.src.Kind(), BaseWall: r.base, Layers: layers, AnswersUnchecked: r.o.NoAnswerCheck}})
-	if err := RequireLayers(t, sc.Layers()); err != nil {
+	r.log.Add(check.Event{Type: check.EvRun, Run: &check.RunInfo{Scenario: sc.Name, Seed: r.seed, Target: r.src.Kind(), BaseWall: r.base, Layers: layers, AnswersUnchecked: r.o.NoAnswerCheck}})
+	if err := target.RequireLayers(t, sc.Layers()); err != nil {
 		return fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	net := network.New()
@@ -217,16 +221,16 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 		return fmt.Errorf("reset target before the run: %w", err)
 	}
 	checks := sc.Checks.withDefaults()
-	r.rec = &Recorder{Target: t, Log: r.log, Interval: checks.ScrapeInterval,
-		Watchdog: &Watchdog{Window: checks.WedgeWindow}, OnWedge: r.o.OnWedge}
+	r.rec = &record.Recorder{Target: t, Log: r.log, Interval: checks.ScrapeInterval,
+		Watchdog: &record.Watchdog{Window: checks.WedgeWindow}, OnWedge: r.o.OnWedge}
 	defer r.rec.Close()
-	var check agents.CheckFunc
+	var answers agents.CheckFunc
 	if !r.o.NoAnswerCheck {
-		check = agents.ModelCheck
+		answers = agents.ModelCheck
 	}
-	sink := func(out agents.Outcome) { r.log.Add(Event{T: out.End, Type: EvOutcome, Outcome: &out}) }
+	sink := func(out outcome.Outcome) { r.log.Add(check.Event{T: out.End, Type: check.EvOutcome, Outcome: &out}) }
 	r.swarm, err = agents.New(agents.Config{Endpoint: t.Endpoint(), Model: cfg.Model, Seed: r.seed, Options: opts,
-		Base: r.base, Sink: sink, Check: check})
+		Base: r.base, Sink: sink, Check: answers})
 	if err != nil {
 		return fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
@@ -264,7 +268,7 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 
 // load runs agents (and open-loop load) for the scenario's duration while
 // the fault player plays the timeline from the end of warm-up.
-func (r *runner) load(ctx context.Context, t Target, tl schedule.Timeline) error {
+func (r *runner) load(ctx context.Context, t target.Target, tl schedule.Timeline) error {
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
 	if err := r.swarm.Start(loadCtx); err != nil {
@@ -273,13 +277,13 @@ func (r *runner) load(ctx context.Context, t Target, tl schedule.Timeline) error
 	g, gctx := errgroup.WithContext(loadCtx)
 	if ol := r.sc.OpenLoop; ol != nil {
 		g.Go(func() error {
-			var check agents.CheckFunc
+			var answers agents.CheckFunc
 			if !r.o.NoAnswerCheck {
-				check = agents.ModelCheck
+				answers = agents.ModelCheck
 			}
 			return agents.RunOpenLoop(gctx, agents.OpenLoopConfig{Endpoint: t.Endpoint(), Model: r.sc.Engine.Model,
-				Seed: r.seed, Options: *ol, Base: r.base, Check: check,
-				Sink: func(out agents.Outcome) { r.log.Add(Event{T: out.End, Type: EvOutcome, Outcome: &out}) }})
+				Seed: r.seed, Options: *ol, Base: r.base, Check: answers,
+				Sink: func(out outcome.Outcome) { r.log.Add(check.Event{T: out.End, Type: check.EvOutcome, Outcome: &out}) }})
 		})
 	}
 	select {
@@ -327,7 +331,7 @@ func (r *runner) load(ctx context.Context, t Target, tl schedule.Timeline) error
 	gerr := g.Wait()
 	r.phase.loadEnd = r.log.Since()
 	if playErr != nil {
-		r.log.Add(Event{Type: EvEnd, End: &EndInfo{Error: "fault player: " + playErr.Error()}})
+		r.log.Add(check.Event{Type: check.EvEnd, End: &check.EndInfo{Error: "fault player: " + playErr.Error()}})
 	}
 	if werr != nil {
 		return fmt.Errorf("stop agents: %w", werr)
@@ -347,5 +351,5 @@ func (r *runner) logFault(rec schedule.Record) {
 	if rec.End != 0 {
 		rec.End += off
 	}
-	r.log.Add(Event{Type: EvFault, Fault: &rec})
+	r.log.Add(check.Event{Type: check.EvFault, Fault: &rec})
 }

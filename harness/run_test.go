@@ -12,6 +12,9 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/harness/record"
+	"github.com/pdchaos/pdchaos/harness/target"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
@@ -64,11 +67,11 @@ func TestRunAbortStormPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Verdict != Pass || res.ExitCode != ExitPass {
+	if res.Verdict != check.Pass || res.ExitCode != ExitPass {
 		t.Fatalf("verdict %s: %v", res.Verdict, res.Err())
 	}
 	for _, c := range res.Checks {
-		if c.Status != Pass {
+		if c.Status != check.Pass {
 			t.Errorf("%s: %s: %s", c.Name, c.Status, c.Summary)
 		}
 	}
@@ -85,15 +88,15 @@ func TestRunAbortStormPasses(t *testing.T) {
 		}
 	}
 	back, err := ReadResult(res.RunDir)
-	if err != nil || back.Verdict != Pass || back.Seed != 11 {
+	if err != nil || back.Verdict != check.Pass || back.Seed != 11 {
 		t.Fatalf("result.json: %+v %v", back, err)
 	}
 	// The stored log judges the same offline.
-	evs, err := ReadEventsFile(filepath.Join(res.RunDir, "events.jsonl"))
+	evs, err := record.ReadEventsFile(filepath.Join(res.RunDir, "events.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := Judge(evs, res.scenarioChecks(t)).Verdict(); v != Pass {
+	if _, v := JudgeLog(evs, res.scenarioChecks(t)); v != check.Pass {
 		t.Fatalf("offline verdict %s", v)
 	}
 }
@@ -126,7 +129,7 @@ func TestRunCatchesRegressions(t *testing.T) {
 			// Catches are races: try a few seeds and require one. The
 			// seeds that missed are logged, so a falling catch rate shows.
 			var res *Result
-			var c CheckResult
+			var c check.CheckResult
 			for _, seed := range []uint64{7, 8, 9} {
 				sc := preset(t, tc.scenario, tc.regression)
 				r, err := Run(t.Context(), RunOptions{Scenario: sc, Seed: seed, ResultsDir: t.TempDir()})
@@ -134,7 +137,7 @@ func TestRunCatchesRegressions(t *testing.T) {
 					t.Fatal(err)
 				}
 				got, _ := r.Checks.Get(tc.check)
-				if r.Verdict == Fail && got.Status == Fail {
+				if r.Verdict == check.Fail && got.Status == check.Fail {
 					res, c = r, got
 					break
 				}
@@ -149,7 +152,7 @@ func TestRunCatchesRegressions(t *testing.T) {
 			t.Logf("%s: %s", tc.regression, res.FirstFailure)
 			// A wedged gauge must be flagged while the run goes on; a
 			// stuck room without a stuck gauge has no gauge to flag.
-			if sr, _ := res.Checks.Get(contract.CheckSlotsReleased); !tc.wedge || sr.Status != Fail {
+			if sr, _ := res.Checks.Get(contract.CheckSlotsReleased); !tc.wedge || sr.Status != check.Fail {
 				return
 			}
 			if len(res.Wedges) == 0 {
@@ -190,7 +193,7 @@ func TestRunInterrupted(t *testing.T) {
 	if took := time.Since(cancelled); took > 10*time.Second {
 		t.Fatalf("run took %v to stop after cancel", took)
 	}
-	if !res.Interrupted || res.Verdict != Inconclusive {
+	if !res.Interrupted || res.Verdict != check.Inconclusive {
 		t.Fatalf("interrupted %v verdict %s", res.Interrupted, res.Verdict)
 	}
 	if _, err := ReadResult(res.RunDir); err != nil {
@@ -212,11 +215,11 @@ func TestRunInterrupted(t *testing.T) {
 
 // keepSource is Bundled that remembers the cluster for inspection.
 type keepSource struct {
-	Bundled
+	target.Bundled
 	c *engine.Cluster
 }
 
-func (k *keepSource) Open(ctx context.Context, cfg engine.Config) (Target, error) {
+func (k *keepSource) Open(ctx context.Context, cfg contract.EngineConfig) (target.Target, error) {
 	c, err := engine.StartCluster(ctx, cfg, nil)
 	k.c = c
 	return c, err

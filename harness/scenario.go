@@ -16,8 +16,8 @@ import (
 
 	"github.com/pdchaos/pdchaos/agents"
 	"github.com/pdchaos/pdchaos/contract"
-	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/faults"
+	"github.com/pdchaos/pdchaos/harness/check"
 )
 
 // Scenario is one chaos run as a YAML file: target, engine settings, load,
@@ -36,7 +36,7 @@ type Scenario struct {
 	Target string `yaml:"target,omitempty" json:"target,omitempty"`
 	// Engine configures the bundled engine (ignored by external targets,
 	// which refuse a scenario that asks for regressions).
-	Engine engine.Config `yaml:"engine,omitempty" json:"engine"`
+	Engine contract.EngineConfig `yaml:"engine,omitempty" json:"engine"`
 	// Agents is the agent swarm; Preset names agents.Preset, Options override it.
 	Agents AgentsSpec `yaml:"agents,omitempty" json:"agents"`
 	// OpenLoop is optional fixed-rate load alongside the agents.
@@ -93,12 +93,17 @@ func (c CheckSpec) withDefaults() CheckSpec {
 		c.Probes = 3
 	}
 	if c.MinRequests == 0 {
-		c.MinRequests = 20
+		c.MinRequests = check.DefaultMinRequests
 	}
 	if c.MinCancels == 0 {
-		c.MinCancels = 1
+		c.MinCancels = check.DefaultMinCancels
 	}
 	return c
+}
+
+// Floor is the load floor the load-floor checker judges by.
+func (c CheckSpec) Floor() check.Floor {
+	return check.Floor{MinRequests: c.MinRequests, MinCancels: c.MinCancels}
 }
 
 // FieldError is a bad scenario field: its YAML path and what is wrong.
@@ -128,7 +133,7 @@ func (s *Scenario) Validate() error {
 	default:
 		return fieldErr("target", "%q is not bundled or procs (external targets are chosen on the command line)", s.Target)
 	}
-	if _, err := engineDefaults(s.Engine); err != nil {
+	if _, _, err := s.Engine.Resolve(); err != nil { // exactly as the engine will
 		return fieldErr("engine", "%v", err)
 	}
 	if s.Agents.Preset != "" {
@@ -167,23 +172,6 @@ func (s *Scenario) Validate() error {
 		return fieldErr("checks", "probes, min_requests and min_cancels must not be negative")
 	}
 	return nil
-}
-
-// engineDefaults validates an engine config the way the engine will.
-func engineDefaults(c engine.Config) (engine.Config, error) {
-	if c.TP < 0 || c.TransferWorkers < 0 {
-		return c, errors.New("tp and transfer_workers must not be negative")
-	}
-	if c.TP > 0 && 16%c.TP != 0 {
-		return c, fmt.Errorf("tp %d must divide 16", c.TP)
-	}
-	if _, err := parseRegressions(c.Regressions); err != nil {
-		return c, err
-	}
-	if _, err := contract.ParseWire(string(c.Wire)); err != nil {
-		return c, fmt.Errorf("wire: %w", err)
-	}
-	return c, nil
 }
 
 // AgentOptions resolves the swarm options: preset, scaled, then overrides.
@@ -351,9 +339,4 @@ func mergeOptions(base, over agents.Options) agents.Options {
 		}
 	}
 	return base
-}
-
-// parseRegressions validates regression names (error lists the valid ones).
-func parseRegressions(names []string) (contract.Regressions, error) {
-	return contract.ParseRegressions(names)
 }

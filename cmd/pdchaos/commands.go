@@ -17,13 +17,16 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/harness"
+	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/harness/record"
+	"github.com/pdchaos/pdchaos/harness/target"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
-// addCommands registers the harness commands (run, repro, soak, watch,
-// faults reset and faults list).
+// addCommands registers the harness commands (run, repro, check, soak,
+// watch, faults reset and faults list).
 func addCommands(root *cobra.Command) {
-	root.AddCommand(newRunCmd(), newReproCmd(), newSoakCmd(), newWatchCmd(), newFaultsCmd())
+	root.AddCommand(newRunCmd(), newReproCmd(), newCheckCmd(), newSoakCmd(), newWatchCmd(), newFaultsCmd())
 }
 
 // newReproCmd replays a run from its bundle: the resolved scenario with its
@@ -80,20 +83,20 @@ func (f *targetFlags) register(cmd *cobra.Command) {
 }
 
 // source builds the target source for a scenario.
-func (f *targetFlags) source(sc *harness.Scenario, errw io.Writer) (harness.TargetSource, bool, error) {
+func (f *targetFlags) source(sc *harness.Scenario, errw io.Writer) (target.Source, bool, error) {
 	kind := f.kind
 	if kind == "" {
 		kind = sc.Target
 	}
 	switch kind {
 	case "", "bundled":
-		return harness.Bundled{}, false, nil
+		return target.Bundled{}, false, nil
 	case "procs":
 		bin, err := os.Executable()
 		if err != nil {
 			return nil, false, fmt.Errorf("procs target: find the pdchaos binary: %w", err)
 		}
-		return harness.ProcsSource{Bin: bin, Log: io.Discard}, false, nil
+		return target.ProcsSource{Bin: bin, Log: io.Discard}, false, nil
 	case "external":
 		addrs := append([]string{f.router}, f.metrics...)
 		addrs = append(addrs, f.engines...)
@@ -103,11 +106,11 @@ func (f *targetFlags) source(sc *harness.Scenario, errw io.Writer) (harness.Targ
 		if err := checkLoopback(f.allowRemote, "target address", addrs...); err != nil {
 			return nil, false, err
 		}
-		ext := &harness.External{Router: f.router, Metrics: f.metrics, Engines: f.engines, DebugHooks: f.debugHooks}
+		ext := &target.External{Router: f.router, Metrics: f.metrics, Engines: f.engines, DebugHooks: f.debugHooks}
 		if err := ext.Validate(); err != nil {
 			return nil, false, err
 		}
-		return harness.ExternalSource{Target: ext}, !f.checkAnswer, nil
+		return target.ExternalSource{Target: ext}, !f.checkAnswer, nil
 	}
 	return nil, false, fmt.Errorf("--target %q: want bundled, procs or external", kind)
 }
@@ -191,7 +194,7 @@ func newRunCmd() *cobra.Command {
 }
 
 // runOne runs a scenario with a live status line and prints the verdict table.
-func runOne(ctx context.Context, out io.Writer, sc *harness.Scenario, seed uint64, src harness.TargetSource,
+func runOne(ctx context.Context, out io.Writer, sc *harness.Scenario, seed uint64, src target.Source,
 	noCheck bool, results string) (*harness.Result, error) {
 	st := newStatusLine(out)
 	defer st.done()
@@ -202,7 +205,7 @@ func runOne(ctx context.Context, out io.Writer, sc *harness.Scenario, seed uint6
 				p.Scenario, p.Seed, p.Phase, p.Elapsed.Seconds(), p.Agents.Started, p.Agents.Completed,
 				p.Agents.Cancelled(), p.Agents.Errors, p.Agents.Hung, p.Faults, p.Busy, p.Wedges))
 		},
-		OnWedge: func(w harness.Wedge) { st.line(w.String()) },
+		OnWedge: func(w check.Wedge) { st.line(w.String()) },
 	})
 	st.done()
 	if err != nil {
@@ -251,8 +254,8 @@ func newWatchCmd() *cobra.Command {
 			ctx, stop := context.WithCancelCause(ctx)
 			defer stop(nil)
 			out := cmd.OutOrStdout()
-			var wedged []harness.Wedge
-			err := harness.Watch(ctx, metrics, interval, window, time.Now(), func(w harness.Wedge) {
+			var wedged []check.Wedge
+			err := record.Watch(ctx, metrics, interval, window, time.Now(), func(w check.Wedge) {
 				fmt.Fprintln(out, w)
 				wedged = append(wedged, w)
 				stop(errors.New("wedged"))
@@ -295,8 +298,8 @@ func newFaultsCmd() *cobra.Command {
 			if err := checkLoopback(allowRemote, "--engine-url", hosts...); err != nil {
 				return &exitError{exitHarness, err}
 			}
-			t := &harness.External{Router: "http://unused", Metrics: []string{"unused"}, Engines: engines, DebugHooks: true}
-			if err := harness.ResetTarget(cmd.Context(), t); err != nil {
+			t := &target.External{Router: "http://unused", Metrics: []string{"unused"}, Engines: engines, DebugHooks: true}
+			if err := target.Reset(cmd.Context(), t); err != nil {
 				return &exitError{exitHarness, err}
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "reset: every engine hook resumed")
@@ -327,7 +330,7 @@ func probeMetrics(ctx context.Context, url string) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("watch: scrape %s: status %d (is the engine started with --enable-metrics?)", url, resp.StatusCode)
 	}
-	if _, err := harness.ParseMetrics(resp.Body); err != nil {
+	if _, err := record.ParseMetrics(resp.Body); err != nil {
 		return fmt.Errorf("watch: scrape %s: not Prometheus text: %w", url, err)
 	}
 	return nil

@@ -17,7 +17,7 @@ import (
 )
 
 type engineFlags struct {
-	cfg         engine.Config
+	cfg         contract.EngineConfig
 	role        string
 	regressions []string
 	allowRemote bool

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
-	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
 )
@@ -78,7 +77,7 @@ func TestBadInputIsAHarnessError(t *testing.T) {
 }
 
 func TestWatchHealthyEngine(t *testing.T) {
-	c := testcluster.Start(t, engine.Config{})
+	c := testcluster.Start(t, contract.EngineConfig{})
 	args := []string{"watch", "--for", "1s", "--window", "500ms"}
 	for _, u := range c.MetricsURLs() {
 		args = append(args, "--metrics", u)
@@ -90,7 +89,7 @@ func TestWatchHealthyEngine(t *testing.T) {
 }
 
 func TestWatchFlagsAWedge(t *testing.T) {
-	c := testcluster.Start(t, engine.Config{Regressions: []string{contract.DecodeAbortLeak}})
+	c := testcluster.Start(t, contract.EngineConfig{Regressions: []string{contract.DecodeAbortLeak}})
 	h, _ := c.Hooks()
 	workers := contract.HookSpec{Hook: contract.HookTransferWorkers, Role: "prefill", Rank: -1, Worker: -1}
 	if err := h.Pause(t.Context(), workers); err != nil {

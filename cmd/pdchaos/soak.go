@@ -12,26 +12,27 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pdchaos/pdchaos/harness"
+	"github.com/pdchaos/pdchaos/harness/check"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
 // soakRun is one run of a soak, as soak.json lists it.
 type soakRun struct {
-	Scenario string         `json:"scenario"`
-	Seed     uint64         `json:"seed"`
-	Verdict  harness.Status `json:"verdict"`
-	First    string         `json:"first_failure,omitempty"`
-	Error    string         `json:"error,omitempty"`
-	Dir      string         `json:"dir,omitempty"`
-	Duration time.Duration  `json:"duration"`
+	Scenario string        `json:"scenario"`
+	Seed     uint64        `json:"seed"`
+	Verdict  check.Status  `json:"verdict"`
+	First    string        `json:"first_failure,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Dir      string        `json:"dir,omitempty"`
+	Duration time.Duration `json:"duration"`
 }
 
 // soakSummary is soak.json.
 type soakSummary struct {
-	Verdict  harness.Status `json:"verdict"`
-	Started  time.Time      `json:"started"`
-	Duration time.Duration  `json:"duration"`
-	Runs     []soakRun      `json:"runs"`
+	Verdict  check.Status  `json:"verdict"`
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration"`
+	Runs     []soakRun     `json:"runs"`
 }
 
 func newSoakCmd() *cobra.Command {
@@ -77,7 +78,7 @@ func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf target
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return &exitError{exitHarness, fmt.Errorf("soak: create %s: %w", dir, err)}
 	}
-	sum := soakSummary{Started: start, Verdict: harness.Pass}
+	sum := soakSummary{Started: start, Verdict: check.Pass}
 	fmt.Fprintf(out, "soak: %d scenarios for %v; failing runs kept under %s\n", len(scs), d, tf.results)
 	for i := 0; ctx.Err() == nil; i++ {
 		sc := scs[i%len(scs)]
@@ -106,16 +107,16 @@ func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf target
 			if res.HarnessError != "" {
 				r.Verdict, r.Error = "error", res.HarnessError
 			}
-			if r.Verdict == harness.Pass && !keep {
+			if r.Verdict == check.Pass && !keep {
 				_ = os.RemoveAll(res.RunDir)
 				r.Dir = ""
 			}
 		}
 		switch {
-		case r.Verdict == harness.Fail:
-			sum.Verdict = harness.Fail
-		case r.Verdict != harness.Pass && sum.Verdict == harness.Pass:
-			sum.Verdict = harness.Inconclusive
+		case r.Verdict == check.Fail:
+			sum.Verdict = check.Fail
+		case r.Verdict != check.Pass && sum.Verdict == check.Pass:
+			sum.Verdict = check.Inconclusive
 		}
 		sum.Runs = append(sum.Runs, r)
 	}
@@ -125,7 +126,7 @@ func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf target
 	if err := os.WriteFile(report, b, 0o644); err != nil {
 		return &exitError{exitHarness, fmt.Errorf("soak: write %s: %w", report, err)}
 	}
-	counts := map[harness.Status]int{}
+	counts := map[check.Status]int{}
 	for _, r := range sum.Runs {
 		counts[r.Verdict]++
 		if r.Dir != "" {
@@ -133,7 +134,7 @@ func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf target
 		}
 	}
 	fmt.Fprintf(out, "soak verdict: %s — %d runs (%d pass, %d fail, %d inconclusive, %d error) in %v\nreport: %s\n",
-		sum.Verdict, len(sum.Runs), counts[harness.Pass], counts[harness.Fail], counts[harness.Inconclusive], counts["error"],
+		sum.Verdict, len(sum.Runs), counts[check.Pass], counts[check.Fail], counts[check.Inconclusive], counts["error"],
 		sum.Duration.Round(time.Second), report)
 	if ctx.Err() != nil {
 		fmt.Fprintln(out, "soak interrupted")

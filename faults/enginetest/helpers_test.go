@@ -15,7 +15,7 @@ import (
 
 // shortDeadlines makes the fixed engine's backstops (bootstrap, inflight,
 // waiting, ack) fire after a second, so lost messages heal quickly.
-func shortDeadlines(cfg engine.Config) engine.Config {
+func shortDeadlines(cfg contract.EngineConfig) contract.EngineConfig {
 	cfg.BootstrapTimeout, cfg.InflightTimeout, cfg.WaitingTimeout, cfg.AckTimeout = time.Second, time.Second, time.Second, time.Second
 	return cfg
 }

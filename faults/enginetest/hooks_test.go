@@ -73,7 +73,7 @@ func TestEngineHooksHoldRequests(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.fault.Name(), func(t *testing.T) {
 			testkit.NoLeaks(t)
-			c := testcluster.Start(t, engine.Config{})
+			c := testcluster.Start(t, contract.EngineConfig{})
 			held0, _, err := heldAt(t.Context(), c, tc.hook, tc.role)
 			if err != nil {
 				t.Fatal(err)
@@ -149,7 +149,7 @@ func TestEngineHooksHoldRequests(t *testing.T) {
 // evidence says so: a fault that did nothing is never reported as verified.
 func TestEngineHookOnIdleEngineIsNotEffective(t *testing.T) {
 	testkit.NoLeaks(t)
-	c := testcluster.Start(t, engine.Config{})
+	c := testcluster.Start(t, contract.EngineConfig{})
 	f := &faults.PauseTransferWorkers{Rank: -1, Worker: -1}
 	heal := inject(t, c, f)
 	testkit.Consistently(t, 200*time.Millisecond, func() error {

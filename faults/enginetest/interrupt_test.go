@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
-	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/network"
@@ -29,7 +28,7 @@ func TestInterruptedPlayLeavesNothing(t *testing.T) {
 	for _, how := range []string{"cancel", "panic-onstart", "panic-onend"} {
 		t.Run(how, func(t *testing.T) {
 			testkit.NoLeaks(t)
-			c := testcluster.Start(t, engine.Config{})
+			c := testcluster.Start(t, contract.EngineConfig{})
 			n := newNetwork(t)
 
 			const heldRoom, pausedRoom = uint64(7001), uint64(7002)

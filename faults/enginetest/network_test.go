@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/network"
 	"github.com/pdchaos/pdchaos/internal/testkit"
@@ -71,7 +71,7 @@ func noToxics(t *testing.T, n *network.Network) {
 // Latency on the KV stream delays every transfer by at least the delay.
 func TestNetworkLatencyOnKV(t *testing.T) {
 	testkit.NoLeaks(t)
-	c := testcluster.Start(t, engine.Config{})
+	c := testcluster.Start(t, contract.EngineConfig{})
 	n := newNetwork(t)
 	const delay = 300 * time.Millisecond
 	f := &network.Latency{Net: n, Link: "kv/0", Stream: network.Upstream, Delay: delay}
@@ -101,7 +101,7 @@ func TestNetworkLatencyOnKV(t *testing.T) {
 // leak-checked like the others.
 func TestNetworkResetPeerOnControl(t *testing.T) {
 	testkit.NoLeaks(t)
-	c := testcluster.Start(t, shortDeadlines(engine.Config{}))
+	c := testcluster.Start(t, shortDeadlines(contract.EngineConfig{}))
 	n := newNetwork(t)
 	f := &network.ResetPeer{Net: n, Link: "control/0", Stream: network.Upstream}
 	heal := inject(t, c, f)
@@ -138,7 +138,7 @@ func TestNetworkResetPeerOnControl(t *testing.T) {
 // and the prefill half of the request is retired.
 func TestNetworkLinkDownRouterDecode(t *testing.T) {
 	testkit.NoLeaks(t)
-	c := testcluster.Start(t, shortDeadlines(engine.Config{}))
+	c := testcluster.Start(t, shortDeadlines(contract.EngineConfig{}))
 	n := newNetwork(t)
 	// Put the proxy in place and let the router keep a connection through
 	// it, so going down has an open connection to cut.
@@ -173,7 +173,7 @@ func TestNetworkLinkDownRouterDecode(t *testing.T) {
 // never the bytes: answers stay exact.
 func TestNetworkBandwidthAndSlicerOnKV(t *testing.T) {
 	testkit.NoLeaks(t)
-	c := testcluster.Start(t, engine.Config{})
+	c := testcluster.Start(t, contract.EngineConfig{})
 	n := newNetwork(t)
 	for _, f := range []faults.Fault{
 		&network.Bandwidth{Net: n, Link: "kv/0", Stream: network.Upstream, RateKB: 8},
@@ -202,7 +202,7 @@ func TestNetworkBandwidthAndSlicerOnKV(t *testing.T) {
 // and the engine drains with the fault still on.
 func TestNetworkLimitDataOnKV(t *testing.T) {
 	testkit.NoLeaks(t)
-	c := testcluster.Start(t, shortDeadlines(engine.Config{}))
+	c := testcluster.Start(t, shortDeadlines(contract.EngineConfig{}))
 	n := newNetwork(t)
 	f := &network.LimitData{Net: n, Link: "kv/0", Stream: network.Upstream, Bytes: 512}
 	heal := inject(t, c, f)

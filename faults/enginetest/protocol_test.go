@@ -62,7 +62,7 @@ func TestProtocolAbortBeforeMetadata(t *testing.T) {
 }
 
 func testAbortBeforeMetadata(t *testing.T, w contract.Wire) {
-	c := testcluster.Start(t, shortDeadlines(engine.Config{Wire: w, PrefillTokensPerSec: 200}))
+	c := testcluster.Start(t, shortDeadlines(contract.EngineConfig{Wire: w, PrefillTokensPerSec: 200}))
 	f := &protocol.AbortBeforeMetadata{Link: "control/0"}
 	heal := inject(t, c, f)
 
@@ -130,7 +130,7 @@ func TestProtocolDelayMessages(t *testing.T) {
 }
 
 func testDelayMessages(t *testing.T, w contract.Wire) {
-	c := testcluster.Start(t, engine.Config{Wire: w})
+	c := testcluster.Start(t, contract.EngineConfig{Wire: w})
 	const delay = 250 * time.Millisecond
 	f := &protocol.DelayMessages{Link: "control/0", Kinds: []protocol.Kind{protocol.KindRegistration, protocol.KindMetadata}, Min: delay, Max: delay}
 	heal := inject(t, c, f)
@@ -163,7 +163,7 @@ func TestProtocolDropAbort(t *testing.T) {
 }
 
 func testDropAbort(t *testing.T, w contract.Wire) {
-	c := testcluster.Start(t, shortDeadlines(engine.Config{Wire: w, PrefillTokensPerSec: 200}))
+	c := testcluster.Start(t, shortDeadlines(contract.EngineConfig{Wire: w, PrefillTokensPerSec: 200}))
 	f := &protocol.Drop{Link: "control/0", Kinds: []protocol.Kind{protocol.KindAbort}}
 	heal := inject(t, c, f)
 
@@ -220,7 +220,7 @@ func TestProtocolDuplicateMetadata(t *testing.T) {
 }
 
 func testDuplicateMetadata(t *testing.T, w contract.Wire) {
-	c := testcluster.Start(t, engine.Config{Wire: w})
+	c := testcluster.Start(t, contract.EngineConfig{Wire: w})
 	f := &protocol.Duplicate{Link: "control/0", Kinds: []protocol.Kind{protocol.KindMetadata}}
 	heal := inject(t, c, f)
 	for i := range 3 {
@@ -248,7 +248,7 @@ func testDuplicateMetadata(t *testing.T, w contract.Wire) {
 func TestProtocolNotifyLink(t *testing.T) {
 	testkit.NoLeaks(t)
 	forEachWire(t, func(t *testing.T, w contract.Wire) {
-		c := testcluster.Start(t, shortDeadlines(engine.Config{Wire: w, PrefillTokensPerSec: 200}))
+		c := testcluster.Start(t, shortDeadlines(contract.EngineConfig{Wire: w, PrefillTokensPerSec: 200}))
 		f := &protocol.Duplicate{Link: "notify/0", Kinds: []protocol.Kind{protocol.KindAck, protocol.KindStatus}}
 		heal := inject(t, c, f)
 		res, cancel := testkit.Async(t, func(ctx context.Context) testkit.ChatResult {

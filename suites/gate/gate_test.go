@@ -10,6 +10,8 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/harness"
+	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/harness/target"
 	"github.com/pdchaos/pdchaos/suites/labels"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
@@ -98,12 +100,12 @@ var _ = Describe("pre-release gate", Serial, func() {
 				Expect(res.Interrupted).To(BeFalse(), "run interrupted (spec timeout?)")
 				var bad []string
 				for _, c := range res.Checks {
-					if c.Status != harness.Pass && c.Status != harness.Skip {
+					if c.Status != check.Pass && c.Status != check.Skip {
 						bad = append(bad, fmt.Sprintf("%s: %s: %s", c.Name, c.Status, c.Summary))
 					}
 				}
 				Expect(bad).To(BeEmpty(), "checks not pass/skip (run %s)", res.RunDir)
-				Expect(res.Verdict).To(Equal(harness.Pass), "verdict (run %s)%s", res.RunDir, checksLine(res.Checks))
+				Expect(res.Verdict).To(Equal(check.Pass), "verdict (run %s)%s", res.RunDir, checksLine(res.Checks))
 			}, SpecTimeout(passTimeout), GracePeriod(grace))
 		}
 	})
@@ -126,9 +128,9 @@ var _ = Describe("pre-release gate", Serial, func() {
 				for try := 0; try < catchTries && caught == nil && ctx.Err() == nil; try++ {
 					sc := loadPreset(c.scenario, c.regression)
 					Expect(sc.Target).NotTo(Equal("procs"), "regressions need the in-process engine")
-					res := run(ctx, sc, specSeed(try), harness.Bundled{}, dir)
+					res := run(ctx, sc, specSeed(try), target.Bundled{}, dir)
 					got, _ := res.Checks.Get(c.check)
-					if res.Verdict == harness.Fail && got.Status == harness.Fail {
+					if res.Verdict == check.Fail && got.Status == check.Fail {
 						caught = res
 						AddReportEntry("caught_on_try", try+1)
 						AddReportEntry("first_failure", res.FirstFailure)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/harness"
+	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/harness/target"
 	"github.com/pdchaos/pdchaos/suites/labels"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
@@ -74,15 +76,15 @@ func loadPreset(name string, regressions ...string) *harness.Scenario {
 
 // source is the target a preset asks for: procs needs the pdchaos binary
 // (bin) and sends the roles' stderr to engine.log in dir.
-func source(sc *harness.Scenario, bin, dir string) harness.TargetSource {
+func source(sc *harness.Scenario, bin, dir string) target.Source {
 	if sc.Target != "procs" {
-		return harness.Bundled{}
+		return target.Bundled{}
 	}
 	Expect(bin).NotTo(BeEmpty(), "scenario %s runs on procs but no pdchaos binary was built", sc.Name)
 	f, err := os.Create(filepath.Join(dir, "engine.log"))
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(f.Close)
-	return harness.ProcsSource{Bin: bin, Log: f}
+	return target.ProcsSource{Bin: bin, Log: f}
 }
 
 // buildPdchaos builds the CLI for the procs target, as harness's TestMain
@@ -95,7 +97,7 @@ func buildPdchaos(ctx context.Context) string {
 }
 
 // run runs sc once; a harness error fails the spec.
-func run(ctx context.Context, sc *harness.Scenario, seed uint64, src harness.TargetSource, dir string) *harness.Result {
+func run(ctx context.Context, sc *harness.Scenario, seed uint64, src target.Source, dir string) *harness.Result {
 	GinkgoWriter.Printf("run %s seed %d on %s, regressions %v\n", sc.Name, seed, src.Kind(), sc.Engine.Regressions)
 	res, err := harness.Run(ctx, harness.RunOptions{Scenario: sc, Seed: seed, Source: src, ResultsDir: dir})
 	Expect(err).NotTo(HaveOccurred(), "run %s seed %d", sc.Name, seed)
@@ -123,7 +125,7 @@ func reportFigures(res *harness.Result) {
 }
 
 // checksLine is one line per check for failure messages.
-func checksLine(cs harness.Checks) string {
+func checksLine(cs check.Checks) string {
 	var b strings.Builder
 	for _, c := range cs {
 		fmt.Fprintf(&b, "\n  %s: %s: %s", c.Name, c.Status, c.Summary)

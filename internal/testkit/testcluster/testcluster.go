@@ -4,11 +4,12 @@ import (
 	"context"
 	"testing"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 )
 
 // Start runs the in-process cluster and closes it when the test ends.
-func Start(t testing.TB, cfg engine.Config) *engine.Cluster {
+func Start(t testing.TB, cfg contract.EngineConfig) *engine.Cluster {
 	t.Helper()
 	c, err := engine.StartCluster(t.Context(), cfg, nil)
 	if err != nil {

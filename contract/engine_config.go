@@ -1,15 +1,16 @@
-package engine
+package contract
 
 import (
 	"fmt"
 	"time"
-
-	"github.com/pdchaos/pdchaos/contract"
 )
 
-// Config configures the bundled engine. Zero values take the documented
-// defaults, so Config{} is a working fast engine for tests.
-type Config struct {
+// EngineConfig configures the bundled engine: what a scenario's `engine:`
+// block and `pdchaos engine` flags may set. It lives in the contract so the
+// harness validates a scenario exactly as the engine will (Resolve) without
+// importing the engine runtime. Zero values take the documented defaults,
+// so EngineConfig{} is a working fast engine for tests.
+type EngineConfig struct {
 	// Model is the model_name label and the model id served; default "pdchaos-fake".
 	Model string `yaml:"model" json:"model"`
 	// TP is the number of tensor-parallel ranks on each side; default 1.
@@ -42,7 +43,7 @@ type Config struct {
 	// "nixl" (default: guard frame first on registration and TransferInfo)
 	// or "mooncake" (no guard: "None" or the room first). Prefill and decode
 	// must run with the same one.
-	Wire contract.Wire `yaml:"wire" json:"wire"`
+	Wire Wire `yaml:"wire" json:"wire"`
 	// Host is where every role listens; default 127.0.0.1.
 	Host string `yaml:"host" json:"host"`
 	// Seed drives the router's room choice; 0 picks 1.
@@ -55,41 +56,60 @@ type Config struct {
 	CheckInterval time.Duration `yaml:"check_interval" json:"check_interval"`
 }
 
-// withDefaults validates c and fills in defaults.
-func (c Config) withDefaults() (Config, contract.Regressions, error) {
+// Resolve validates c and fills in defaults. An error names the field by
+// its YAML key (e.g. "tp: 3 must divide 16"); nothing is half-applied.
+func (c EngineConfig) Resolve() (EngineConfig, Regressions, error) {
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"tp", c.TP}, {"transfer_workers", c.TransferWorkers}, {"page_size", c.PageSize}, {"chunk_pages", c.ChunkPages},
+		{"pages", c.Pages}, {"max_new_tokens", c.MaxNewTokens}} {
+		if f.v < 0 {
+			return c, nil, fmt.Errorf("%s: %d must not be negative (0 takes the default)", f.key, f.v)
+		}
+	}
+	for _, f := range []struct {
+		key string
+		v   time.Duration
+	}{{"bootstrap_timeout", c.BootstrapTimeout}, {"inflight_timeout", c.InflightTimeout}, {"waiting_timeout", c.WaitingTimeout},
+		{"ack_timeout", c.AckTimeout}, {"heartbeat_interval", c.HeartbeatInterval}, {"check_interval", c.CheckInterval}} {
+		if f.v < 0 {
+			return c, nil, fmt.Errorf("%s: %v must not be negative (0 takes the default)", f.key, f.v)
+		}
+	}
+	if c.PrefillTokensPerSec < 0 || c.DecodeTokensPerSec < 0 {
+		return c, nil, fmt.Errorf("prefill_tokens_per_sec, decode_tokens_per_sec: must not be negative (0 is as fast as possible)")
+	}
 	if c.Model == "" {
 		c.Model = "pdchaos-fake"
 	}
-	if c.TP <= 0 {
+	if c.TP == 0 {
 		c.TP = 1
 	}
 	if 16%c.TP != 0 {
-		return c, nil, fmt.Errorf("engine config: tp %d must divide 16", c.TP)
+		return c, nil, fmt.Errorf("tp: %d must divide 16", c.TP)
 	}
-	if c.TransferWorkers <= 0 {
+	if c.TransferWorkers == 0 {
 		c.TransferWorkers = 4
 	}
-	if c.PageSize <= 0 {
+	if c.PageSize == 0 {
 		c.PageSize = 16
 	}
-	if c.ChunkPages <= 0 {
+	if c.ChunkPages == 0 {
 		c.ChunkPages = 4
 	}
-	if c.Pages <= 0 {
+	if c.Pages == 0 {
 		c.Pages = 16384
 	}
-	if c.MaxNewTokens <= 0 {
+	if c.MaxNewTokens == 0 {
 		c.MaxNewTokens = 16
 	}
-	if c.PrefillTokensPerSec < 0 || c.DecodeTokensPerSec < 0 {
-		return c, nil, fmt.Errorf("engine config: token speeds must not be negative")
-	}
 	for _, d := range []*time.Duration{&c.BootstrapTimeout, &c.InflightTimeout, &c.WaitingTimeout} {
-		if *d <= 0 {
+		if *d == 0 {
 			*d = 10 * time.Second
 		}
 	}
-	if c.AckTimeout <= 0 {
+	if c.AckTimeout == 0 {
 		c.AckTimeout = 5 * time.Second
 	}
 	if c.Host == "" {
@@ -98,20 +118,20 @@ func (c Config) withDefaults() (Config, contract.Regressions, error) {
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
-	if c.HeartbeatInterval <= 0 {
+	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = time.Second
 	}
-	if c.CheckInterval <= 0 {
+	if c.CheckInterval == 0 {
 		c.CheckInterval = 5 * time.Millisecond
 	}
-	w, err := contract.ParseWire(string(c.Wire))
+	w, err := ParseWire(string(c.Wire))
 	if err != nil {
-		return c, nil, fmt.Errorf("engine config: wire: %w", err)
+		return c, nil, fmt.Errorf("wire: %w", err)
 	}
 	c.Wire = w
-	reg, err := contract.ParseRegressions(c.Regressions)
+	reg, err := ParseRegressions(c.Regressions)
 	if err != nil {
-		return c, nil, fmt.Errorf("engine config: %w", err)
+		return c, nil, fmt.Errorf("regressions: %w", err)
 	}
 	return c, reg, nil
 }

@@ -1,21 +1,20 @@
-package harness
+package target
 
 import (
 	"slices"
 	"testing"
 
 	"github.com/pdchaos/pdchaos/contract"
-	"github.com/pdchaos/pdchaos/engine"
 )
 
 // Every role process gets the scenario's wire dialect, so both sides speak
 // the same one; the default passes no flag.
 func TestEngineArgsCarryWire(t *testing.T) {
 	t.Parallel()
-	if a := engineArgs(engine.Config{Wire: contract.WireMooncake}); !slices.Contains(a, "--wire=mooncake") {
+	if a := engineArgs(contract.EngineConfig{Wire: contract.WireMooncake}); !slices.Contains(a, "--wire=mooncake") {
 		t.Errorf("engine args %v lack --wire=mooncake", a)
 	}
-	for _, a := range engineArgs(engine.Config{}) {
+	for _, a := range engineArgs(contract.EngineConfig{}) {
 		if len(a) > 6 && a[:6] == "--wire" {
 			t.Errorf("default config passes %s", a)
 		}

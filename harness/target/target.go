@@ -1,4 +1,4 @@
-package harness
+package target
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 // Target is the seam between the harness and a deployment: what faults need
 // (links, hooks, processes) plus what the recorder, probes and checks read.
-// The bundled engine implements it directly; so do ProcTarget (the engine as
+// The bundled engine implements it directly; so do Procs (the engine as
 // role processes) and External (any SGLang-style deployment by URL).
 type Target interface {
 	faults.Target
@@ -77,13 +77,13 @@ func RequireLayers(t Target, need []faults.Layer) error {
 	return nil
 }
 
-// TargetSource opens a target for one run. Open may start an engine (with
+// Source opens a target for one run. Open may start an engine (with
 // the scenario's engine settings) or attach to a running deployment.
-type TargetSource interface {
+type Source interface {
 	// Kind names the source for results ("bundled", "procs", "external").
 	Kind() string
 	// Open starts or attaches to the target; the caller closes it.
-	Open(ctx context.Context, cfg engine.Config) (Target, error)
+	Open(ctx context.Context, cfg contract.EngineConfig) (Target, error)
 	// InProcess says whether the target's goroutines live in this process,
 	// so the no-leaks check can count them after Close.
 	InProcess() bool
@@ -100,7 +100,7 @@ type Bundled struct{}
 func (Bundled) Kind() string { return "bundled" }
 
 // Open starts an engine.Cluster with cfg.
-func (Bundled) Open(ctx context.Context, cfg engine.Config) (Target, error) {
+func (Bundled) Open(ctx context.Context, cfg contract.EngineConfig) (Target, error) {
 	c, err := engine.StartCluster(ctx, cfg, nil)
 	if err != nil {
 		return nil, fmt.Errorf("start bundled engine: %w", err)
@@ -114,9 +114,9 @@ func (Bundled) InProcess() bool { return true }
 // SetsEngine is true.
 func (Bundled) SetsEngine() bool { return true }
 
-// ResetTarget clears what a crashed run may have left on t (paused hooks,
+// Reset clears what a crashed run may have left on t (paused hooks,
 // stopped processes); see faults.Reset.
-func ResetTarget(ctx context.Context, t Target) error {
+func Reset(ctx context.Context, t Target) error {
 	if err := faults.Reset(ctx, t); err != nil {
 		return fmt.Errorf("reset target: %w", err)
 	}

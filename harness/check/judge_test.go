@@ -1,10 +1,12 @@
-package harness
+package check
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
-	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
 )
 
@@ -31,11 +33,8 @@ func TestCheckersOnRecordedLogs(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
-			evs, err := ReadEventsFile(filepath.Join("testdata", tc.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checks := Judge(evs, CheckSpec{})
+			evs := readLog(t, tc.file)
+			checks := Judge(evs, Floor{})
 			if checks.Verdict() != tc.want {
 				t.Fatalf("verdict %s, want %s: %+v", checks.Verdict(), tc.want, checks)
 			}
@@ -65,11 +64,8 @@ func TestCheckersOnRecordedLogs(t *testing.T) {
 // history and the faults active when it stopped moving.
 func TestRoomsTerminalNamesStuckRoom(t *testing.T) {
 	t.Parallel()
-	evs, err := ReadEventsFile(filepath.Join("testdata", "bad-rooms-terminal.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := Judge(evs, CheckSpec{}).Get(contract.CheckRoomsTerminal)
+	evs := readLog(t, "bad-rooms-terminal.jsonl")
+	c, _ := Judge(evs, Floor{}).Get(contract.CheckRoomsTerminal)
 	if len(c.Stuck) != 1 || c.Stuck[0].Room != 42 || len(c.Stuck[0].Events) != 3 {
 		t.Fatalf("stuck rooms: %+v", c.Stuck)
 	}
@@ -82,10 +78,7 @@ func TestRoomsTerminalNamesStuckRoom(t *testing.T) {
 // in-process goroutines can still pass.
 func TestSkipDoesNotMakeInconclusive(t *testing.T) {
 	t.Parallel()
-	evs, err := ReadEventsFile(filepath.Join("testdata", "good.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := readLog(t, "good.jsonl")
 	var ext []Event
 	for _, e := range evs {
 		if e.Rooms != nil {
@@ -96,7 +89,7 @@ func TestSkipDoesNotMakeInconclusive(t *testing.T) {
 		}
 		ext = append(ext, e)
 	}
-	checks := Judge(ext, CheckSpec{})
+	checks := Judge(ext, Floor{})
 	if checks.Verdict() != Pass {
 		t.Fatalf("verdict %s: %+v", checks.Verdict(), checks)
 	}
@@ -112,7 +105,7 @@ func TestSkipDoesNotMakeInconclusive(t *testing.T) {
 // read matched (its victim may have been cancelled unread).
 func TestIntegrityCountsEngineWitness(t *testing.T) {
 	t.Parallel()
-	ok := agents.Outcome{Kind: agents.KindCompleted}
+	ok := outcome.Outcome{Kind: outcome.KindCompleted}
 	for _, tc := range []struct {
 		name      string
 		foreign   float64
@@ -124,9 +117,33 @@ func TestIntegrityCountsEngineWitness(t *testing.T) {
 			{Type: "outcome", Outcome: &ok},
 			{Type: "scrape", Source: "decode", Scrape: &Scrape{Counters: map[string]float64{contract.MetricForeignWrites: tc.foreign}}},
 		}
-		c, _ := Judge(evs, CheckSpec{}).Get(contract.CheckIntegrity)
+		c, _ := Judge(evs, Floor{}).Get(contract.CheckIntegrity)
 		if c.Status != tc.want {
 			t.Errorf("%s: integrity %s (%s), want %s", tc.name, c.Status, c.Summary, tc.want)
 		}
+	}
+}
+
+// readLog reads a recorded log from testdata/ (the package itself does no IO).
+func readLog(t *testing.T, name string) []Event {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	evs, err := ReadEvents(f)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return evs
+}
+
+// TestReadEventsNamesTheLine: a malformed line is an error with its number.
+func TestReadEventsNamesTheLine(t *testing.T) {
+	t.Parallel()
+	_, err := ReadEvents(strings.NewReader("{\"t\":1,\"type\":\"run\"}\n\n{not json\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Fatalf("error %v, want one naming line 3", err)
 	}
 }

@@ -1,15 +1,13 @@
-package harness
+package check
 
 import (
 	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"sync"
 	"time"
 
-	"github.com/pdchaos/pdchaos/agents"
+	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults/schedule"
 )
@@ -39,7 +37,7 @@ type Event struct {
 	Run     *RunInfo         `json:"run,omitempty"`
 	Scrape  *Scrape          `json:"scrape,omitempty"`
 	Rooms   *RoomsSnap       `json:"rooms,omitempty"`
-	Outcome *agents.Outcome  `json:"outcome,omitempty"`
+	Outcome *outcome.Outcome `json:"outcome,omitempty"`
 	Fault   *schedule.Record `json:"fault,omitempty"`
 	Wedge   *Wedge           `json:"wedge,omitempty"`
 	Drain   *Drain           `json:"drain,omitempty"`
@@ -98,89 +96,34 @@ type EndInfo struct {
 	Error       string `json:"error,omitempty"`
 }
 
-// EventLog appends events to events.jsonl and keeps them in memory for the
-// checkers. Safe for concurrent use; the base is the run's time origin.
-type EventLog struct {
-	base time.Time
-	mu   sync.Mutex
-	w    *bufio.Writer
-	f    *os.File
-	evs  []Event
-	err  error
+// Scrape is one engine's metrics at one moment, each family summed over its
+// label sets (ranks). Err is set when the scrape failed.
+type Scrape struct {
+	Gauges   map[string]float64 `json:"gauges,omitempty"`
+	Counters map[string]float64 `json:"counters,omitempty"`
+	Err      string             `json:"error,omitempty"`
 }
 
-// NewEventLog writes to path (empty: memory only) with time origin base.
-func NewEventLog(path string, base time.Time) (*EventLog, error) {
-	l := &EventLog{base: base}
-	if path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			return nil, fmt.Errorf("create event log: %w", err)
-		}
-		l.f, l.w = f, bufio.NewWriter(f)
-	}
-	return l, nil
+// Wedge is a gauge stuck above 0 with no progress: the silent PD failure.
+// Since is when it last changed or the engine last made progress; At is when
+// the watchdog flagged it (at least its window later).
+type Wedge struct {
+	Source string        `json:"source"`
+	Gauge  string        `json:"gauge"`
+	Value  float64       `json:"value"`
+	Since  time.Duration `json:"since"`
+	At     time.Duration `json:"at"`
 }
 
-// Since is the offset of now from the base on the monotonic clock.
-func (l *EventLog) Since() time.Duration { return time.Since(l.base) }
-
-// Add stamps ev (if T is 0) and appends it.
-func (l *EventLog) Add(ev Event) {
-	if ev.T == 0 {
-		ev.T = time.Since(l.base)
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.evs = append(l.evs, ev)
-	if l.w != nil && l.err == nil {
-		b, err := json.Marshal(ev)
-		if err == nil {
-			b = append(b, '\n')
-			_, err = l.w.Write(b)
-		}
-		l.err = err
-	}
-}
-
-// Events returns a copy of every event so far.
-func (l *EventLog) Events() []Event {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]Event(nil), l.evs...)
-}
-
-// Flush writes buffered lines to the file.
-func (l *EventLog) Flush() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.w == nil {
-		return l.err
-	}
-	if err := l.w.Flush(); err != nil && l.err == nil {
-		l.err = err
-	}
-	if l.err != nil {
-		return fmt.Errorf("write event log: %w", l.err)
-	}
-	return nil
-}
-
-// Close flushes and closes the file.
-func (l *EventLog) Close() error {
-	err := l.Flush()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f != nil {
-		if cerr := l.f.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close event log: %w", cerr)
-		}
-		l.f, l.w = nil, nil
-	}
-	return err
+// String is one line for a terminal.
+func (w Wedge) String() string {
+	return fmt.Sprintf("WEDGE %s = %g on %s, unchanged with no progress since %v (flagged at %v)",
+		w.Gauge, w.Value, w.Source, w.Since.Round(time.Millisecond), w.At.Round(time.Millisecond))
 }
 
 // ReadEvents parses an events.jsonl stream (for offline checks and reports).
+// A malformed line is an error naming its line number; the caller names
+// the file.
 func ReadEvents(r io.Reader) ([]Event, error) {
 	var out []Event
 	sc := bufio.NewScanner(r)
@@ -199,14 +142,4 @@ func ReadEvents(r io.Reader) ([]Event, error) {
 		return nil, fmt.Errorf("read events: %w", err)
 	}
 	return out, nil
-}
-
-// ReadEventsFile reads events.jsonl from path.
-func ReadEventsFile(path string) ([]Event, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open events %s: %w", path, err)
-	}
-	defer f.Close()
-	return ReadEvents(f)
 }

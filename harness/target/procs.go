@@ -1,4 +1,4 @@
-package harness
+package target
 
 import (
 	"bufio"
@@ -20,14 +20,14 @@ import (
 	"github.com/pdchaos/pdchaos/faults/hooks"
 )
 
-// ProcTarget is the bundled engine run as three role processes (`pdchaos
+// Procs is the bundled engine run as three role processes (`pdchaos
 // engine --role …`), so process faults (SIGSTOP, SIGKILL + restart) act on
 // real processes. A role restarts on the same addresses, as a supervisor
 // would restart it. Links are listed for information only; Interpose is
 // unsupported (the link table lives inside each process).
-type ProcTarget struct {
+type Procs struct {
 	bin  string
-	cfg  engine.Config
+	cfg  contract.EngineConfig
 	logw io.Writer
 
 	mu      sync.Mutex
@@ -44,7 +44,7 @@ type roleProc struct {
 	done chan struct{}
 }
 
-var _ Target = (*ProcTarget)(nil)
+var _ Target = (*Procs)(nil)
 
 // readyLine is the one JSON line a role prints when it serves.
 type readyLine struct {
@@ -58,12 +58,12 @@ type readyLine struct {
 // StartProcs starts prefill, decode and router from the pdchaos binary bin
 // with cfg, each on OS-chosen loopback ports; stderr of the roles goes to
 // logw (nil discards). Close stops them.
-func StartProcs(ctx context.Context, bin string, cfg engine.Config, logw io.Writer) (*ProcTarget, error) {
+func StartProcs(ctx context.Context, bin string, cfg contract.EngineConfig, logw io.Writer) (*Procs, error) {
 	if logw == nil {
 		logw = io.Discard
 	}
-	t := &ProcTarget{bin: bin, cfg: cfg, logw: logw, procs: map[string]*roleProc{}}
-	fail := func(err error) (*ProcTarget, error) {
+	t := &Procs{bin: bin, cfg: cfg, logw: logw, procs: map[string]*roleProc{}}
+	fail := func(err error) (*Procs, error) {
 		_ = t.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func StartProcs(ctx context.Context, bin string, cfg engine.Config, logw io.Writ
 }
 
 // engineArgs turns cfg into `pdchaos engine` flags.
-func engineArgs(cfg engine.Config) []string {
+func engineArgs(cfg contract.EngineConfig) []string {
 	a := []string{"engine"}
 	add := func(k, v string) { a = append(a, "--"+k+"="+v) }
 	if cfg.TP > 0 {
@@ -121,7 +121,7 @@ func engineArgs(cfg engine.Config) []string {
 
 // roleArgs are the address flags of a role; on restart they pin the
 // addresses it had.
-func (t *ProcTarget) roleArgs(role string) []string {
+func (t *Procs) roleArgs(role string) []string {
 	switch role {
 	case "prefill":
 		if t.prefill.HTTP == "" {
@@ -146,7 +146,7 @@ func (t *ProcTarget) roleArgs(role string) []string {
 
 // start execs a role and waits for its ready line. The process is not tied
 // to ctx (it outlives the start call); Close ends it.
-func (t *ProcTarget) start(ctx context.Context, role string) (readyLine, error) {
+func (t *Procs) start(ctx context.Context, role string) (readyLine, error) {
 	t.mu.Lock()
 	args := append(engineArgs(t.cfg), t.roleArgs(role)...)
 	t.mu.Unlock()
@@ -195,40 +195,40 @@ func (t *ProcTarget) start(ctx context.Context, role string) (readyLine, error) 
 }
 
 // Endpoint is the router URL.
-func (t *ProcTarget) Endpoint() string { return t.router }
+func (t *Procs) Endpoint() string { return t.router }
 
 // MetricsURLs lists prefill and decode /metrics.
-func (t *ProcTarget) MetricsURLs() []string {
+func (t *Procs) MetricsURLs() []string {
 	return []string{"http://" + t.prefill.HTTP + contract.PathMetrics, "http://" + t.decode.HTTP + contract.PathMetrics}
 }
 
 // EngineURLs lists prefill and decode base URLs.
-func (t *ProcTarget) EngineURLs() []string {
+func (t *Procs) EngineURLs() []string {
 	return []string{"http://" + t.prefill.HTTP, "http://" + t.decode.HTTP}
 }
 
 // Links is empty: links between processes cannot be re-routed from here.
-func (t *ProcTarget) Links() []contract.Link { return nil }
+func (t *Procs) Links() []contract.Link { return nil }
 
 // Interpose is unsupported for role processes.
-func (t *ProcTarget) Interpose(_ context.Context, link, _ string) (contract.Restore, error) {
+func (t *Procs) Interpose(_ context.Context, link, _ string) (contract.Restore, error) {
 	return nil, fmt.Errorf("interpose on link %q: %w: role processes keep their link table inside", link, contract.ErrUnsupported)
 }
 
 // Hooks speaks /debug/hooks to prefill and decode.
-func (t *ProcTarget) Hooks() (contract.Hooks, error) {
+func (t *Procs) Hooks() (contract.Hooks, error) {
 	return multiHooks{&hooks.HooksClient{BaseURL: "http://" + t.prefill.HTTP},
 		&hooks.HooksClient{BaseURL: "http://" + t.decode.HTTP}}, nil
 }
 
 // Processes is the target itself.
-func (t *ProcTarget) Processes() (contract.Processes, error) { return t, nil }
+func (t *Procs) Processes() (contract.Processes, error) { return t, nil }
 
 // Roles lists the three roles.
-func (t *ProcTarget) Roles() []string { return []string{"router", "prefill", "decode"} }
+func (t *Procs) Roles() []string { return []string{"router", "prefill", "decode"} }
 
 // PID returns a role's current process id.
-func (t *ProcTarget) PID(role string) (int, error) {
+func (t *Procs) PID(role string) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	rp, ok := t.procs[role]
@@ -240,7 +240,7 @@ func (t *ProcTarget) PID(role string) (int, error) {
 
 // Restart starts a role again on its old addresses (killing it first if it
 // still runs) and returns once it serves.
-func (t *ProcTarget) Restart(ctx context.Context, role string) error {
+func (t *Procs) Restart(ctx context.Context, role string) error {
 	t.mu.Lock()
 	rp := t.procs[role]
 	t.mu.Unlock()
@@ -274,7 +274,7 @@ func (t *ProcTarget) Restart(ctx context.Context, role string) error {
 }
 
 // Health checks every role's /health.
-func (t *ProcTarget) Health(ctx context.Context) error {
+func (t *Procs) Health(ctx context.Context) error {
 	var errs []error
 	for _, u := range []string{t.router, "http://" + t.prefill.HTTP, "http://" + t.decode.HTTP} {
 		errs = append(errs, getOK(ctx, u+contract.PathHealth))
@@ -284,7 +284,7 @@ func (t *ProcTarget) Health(ctx context.Context) error {
 
 // Close sends SIGTERM (SIGCONT first, in case a fault stopped it) to every
 // role, then SIGKILL to any still running when ctx ends or after 5s.
-func (t *ProcTarget) Close(ctx context.Context) error {
+func (t *Procs) Close(ctx context.Context) error {
 	t.mu.Lock()
 	procs := make([]*roleProc, 0, len(t.procs))
 	for _, rp := range t.procs {
@@ -313,7 +313,7 @@ func (t *ProcTarget) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// ProcsSource opens a ProcTarget from the pdchaos binary Bin.
+// ProcsSource opens a Procs from the pdchaos binary Bin.
 type ProcsSource struct {
 	// Bin is the pdchaos binary (os.Executable() from the CLI).
 	Bin string
@@ -325,7 +325,7 @@ type ProcsSource struct {
 func (ProcsSource) Kind() string { return "procs" }
 
 // Open starts the three role processes with cfg.
-func (s ProcsSource) Open(ctx context.Context, cfg engine.Config) (Target, error) {
+func (s ProcsSource) Open(ctx context.Context, cfg contract.EngineConfig) (Target, error) {
 	if s.Bin == "" {
 		return nil, errors.New("open procs target: no pdchaos binary given")
 	}

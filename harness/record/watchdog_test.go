@@ -1,12 +1,14 @@
-package harness
+package record
 
 import (
 	"testing"
 	"time"
+
+	"github.com/pdchaos/pdchaos/harness/check"
 )
 
-func sc(gauge, progress float64) Scrape {
-	return Scrape{Gauges: map[string]float64{"g": gauge}, Counters: map[string]float64{"p": progress}}
+func sc(gauge, progress float64) check.Scrape {
+	return check.Scrape{Gauges: map[string]float64{"g": gauge}, Counters: map[string]float64{"p": progress}}
 }
 
 // TestWatchdog feeds scrapes at given offsets and expects wedges at once.
@@ -15,7 +17,7 @@ func TestWatchdog(t *testing.T) {
 	s := time.Second
 	type obs struct {
 		at    time.Duration
-		s     Scrape
+		s     check.Scrape
 		wedge bool
 	}
 	for _, tc := range []struct {
@@ -32,7 +34,7 @@ func TestWatchdog(t *testing.T) {
 		{"change restarts the window", []obs{
 			{0, sc(3, 1), false}, {4 * s, sc(2, 1), false}, {8 * s, sc(2, 1), false}, {9 * s, sc(2, 1), true}}},
 		{"failed scrape says nothing", []obs{
-			{0, sc(3, 1), false}, {6 * s, Scrape{Err: "refused"}, false}, {7 * s, sc(3, 1), true}}},
+			{0, sc(3, 1), false}, {6 * s, check.Scrape{Err: "refused"}, false}, {7 * s, sc(3, 1), true}}},
 		{"re-flag after a new episode", []obs{
 			{0, sc(1, 1), false}, {5 * s, sc(1, 1), true}, {6 * s, sc(1, 2), false}, {11 * s, sc(1, 2), true}}},
 	} {

@@ -1,4 +1,4 @@
-package harness
+package record
 
 import (
 	"context"
@@ -9,27 +9,20 @@ import (
 	"strings"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/harness/check"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
 
-// Scrape is one engine's metrics at one moment, each family summed over its
-// label sets (ranks). Err is set when the scrape failed.
-type Scrape struct {
-	Gauges   map[string]float64 `json:"gauges,omitempty"`
-	Counters map[string]float64 `json:"counters,omitempty"`
-	Err      string             `json:"error,omitempty"`
-}
-
-// ParseMetrics reads the Prometheus text format into a Scrape.
-func ParseMetrics(r io.Reader) (Scrape, error) {
+// ParseMetrics reads the Prometheus text format into a check.Scrape.
+func ParseMetrics(r io.Reader) (check.Scrape, error) {
 	tp := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := tp.TextToMetricFamilies(r)
 	if err != nil {
-		return Scrape{}, fmt.Errorf("parse metrics: %w", err)
+		return check.Scrape{}, fmt.Errorf("parse metrics: %w", err)
 	}
-	s := Scrape{Gauges: map[string]float64{}, Counters: map[string]float64{}}
+	s := check.Scrape{Gauges: map[string]float64{}, Counters: map[string]float64{}}
 	for name, f := range fams {
 		for _, m := range f.GetMetric() {
 			switch f.GetType() {
@@ -50,22 +43,22 @@ func ParseMetrics(r io.Reader) (Scrape, error) {
 }
 
 // scrapeURL GETs a /metrics URL and parses it.
-func scrapeURL(ctx context.Context, c *http.Client, url string) (Scrape, error) {
+func scrapeURL(ctx context.Context, c *http.Client, url string) (check.Scrape, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return Scrape{}, fmt.Errorf("scrape %s: %w", url, err)
+		return check.Scrape{}, fmt.Errorf("scrape %s: %w", url, err)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return Scrape{}, fmt.Errorf("scrape %s: %w", url, err)
+		return check.Scrape{}, fmt.Errorf("scrape %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return Scrape{}, fmt.Errorf("scrape %s: status %d", url, resp.StatusCode)
+		return check.Scrape{}, fmt.Errorf("scrape %s: status %d", url, resp.StatusCode)
 	}
 	s, err := ParseMetrics(resp.Body)
 	if err != nil {
-		return Scrape{}, fmt.Errorf("scrape %s: %w", url, err)
+		return check.Scrape{}, fmt.Errorf("scrape %s: %w", url, err)
 	}
 	return s, nil
 }

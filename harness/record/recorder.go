@@ -1,4 +1,4 @@
-package harness
+package record
 
 import (
 	"context"
@@ -10,27 +10,41 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/harness/check"
 	"golang.org/x/sync/errgroup"
 )
+
+// Sources is what the recorder reads from a target: the URLs to scrape.
+// harness/target's Target satisfies it; record does not import the targets.
+type Sources interface {
+	// MetricsURLs lists each engine's /metrics.
+	MetricsURLs() []string
+	// EngineURLs lists engine base URLs serving /debug/rooms (may be empty).
+	EngineURLs() []string
+}
 
 // Recorder scrapes every engine's /metrics (and /debug/rooms where the
 // target has it) each Interval into the event log, and feeds the watchdog,
 // so a wedge is flagged the moment it shows. Run it under the run's errgroup.
 type Recorder struct {
-	Target   Target
-	Log      *EventLog
+	// Target gives the URLs to scrape.
+	Target Sources
+	// Log receives every scrape, rooms snapshot and wedge.
+	Log *EventLog
+	// Interval is the scrape period; zero means 250ms.
 	Interval time.Duration
+	// Watchdog, if set, sees every scrape and flags wedges.
 	Watchdog *Watchdog
 	// OnWedge is called (from the recorder goroutine) for each wedge.
-	OnWedge func(Wedge)
+	OnWedge func(check.Wedge)
 
 	client *http.Client
 	mu     sync.Mutex
 	round  int
 	start  time.Duration // offset at which the last completed round began
-	last   map[string]Scrape
-	rooms  map[string]RoomsSnap
-	wedges []Wedge
+	last   map[string]check.Scrape
+	rooms  map[string]check.RoomsSnap
+	wedges []check.Wedge
 }
 
 // Run records until ctx ends.
@@ -72,8 +86,8 @@ func (r *Recorder) Once(ctx context.Context) {
 	c := r.httpClient()
 	start := r.Log.Since()
 	murls, eurls := r.Target.MetricsURLs(), r.Target.EngineURLs()
-	scrapes := make([]Scrape, len(murls))
-	rooms := make([]RoomsSnap, len(eurls))
+	scrapes := make([]check.Scrape, len(murls))
+	rooms := make([]check.RoomsSnap, len(eurls))
 	var g errgroup.Group
 	for i, u := range murls {
 		g.Go(func() error {
@@ -96,29 +110,29 @@ func (r *Recorder) Once(ctx context.Context) {
 		return
 	}
 	at := r.Log.Since()
-	var wedges []Wedge
+	var wedges []check.Wedge
 	for i, u := range murls {
 		s := scrapes[i]
-		r.Log.Add(Event{T: at, Type: EvScrape, Source: u, Scrape: &s})
+		r.Log.Add(check.Event{T: at, Type: check.EvScrape, Source: u, Scrape: &s})
 		if r.Watchdog != nil {
 			wedges = append(wedges, r.Watchdog.Observe(at, u, s)...)
 		}
 	}
 	for i, u := range eurls {
 		rs := rooms[i]
-		r.Log.Add(Event{T: at, Type: EvRooms, Source: u, Rooms: &rs})
+		r.Log.Add(check.Event{T: at, Type: check.EvRooms, Source: u, Rooms: &rs})
 	}
 	for _, w := range wedges {
-		r.Log.Add(Event{T: at, Type: EvWedge, Source: w.Source, Wedge: &w})
+		r.Log.Add(check.Event{T: at, Type: check.EvWedge, Source: w.Source, Wedge: &w})
 	}
 	r.mu.Lock()
 	r.round++
 	r.start = start
-	r.last = map[string]Scrape{}
+	r.last = map[string]check.Scrape{}
 	for i, u := range murls {
 		r.last[u] = scrapes[i]
 	}
-	r.rooms = map[string]RoomsSnap{}
+	r.rooms = map[string]check.RoomsSnap{}
 	for i, u := range eurls {
 		r.rooms[u] = rooms[i]
 	}
@@ -132,12 +146,12 @@ func (r *Recorder) Once(ctx context.Context) {
 }
 
 // snapRooms fetches one engine's rooms; full keeps held rooms' histories.
-func snapRooms(ctx context.Context, c *http.Client, base string, full bool) RoomsSnap {
+func snapRooms(ctx context.Context, c *http.Client, base string, full bool) check.RoomsSnap {
 	rr, err := fetchRooms(ctx, c, base)
 	if err != nil {
-		return RoomsSnap{Err: err.Error()}
+		return check.RoomsSnap{Err: err.Error()}
 	}
-	s := RoomsSnap{Role: rr.Role, Held: rr.Held, Cleared: len(rr.Cleared), Final: full}
+	s := check.RoomsSnap{Role: rr.Role, Held: rr.Held, Cleared: len(rr.Cleared), Final: full}
 	if !full {
 		for i := range s.Held {
 			s.Held[i].Events = nil
@@ -179,17 +193,17 @@ func (r *Recorder) Settled(since time.Duration) (settled, ok bool, busy string) 
 }
 
 // Wedges returns every wedge flagged so far.
-func (r *Recorder) Wedges() []Wedge {
+func (r *Recorder) Wedges() []check.Wedge {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Wedge(nil), r.wedges...)
+	return append([]check.Wedge(nil), r.wedges...)
 }
 
 // Latest returns the last scrape of each source (for the status line).
-func (r *Recorder) Latest() map[string]Scrape {
+func (r *Recorder) Latest() map[string]check.Scrape {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[string]Scrape, len(r.last))
+	out := make(map[string]check.Scrape, len(r.last))
 	for k, v := range r.last {
 		out[k] = v
 	}
@@ -202,6 +216,6 @@ func (r *Recorder) FinalRooms(ctx context.Context) {
 	c := r.httpClient()
 	for _, u := range r.Target.EngineURLs() {
 		rs := snapRooms(ctx, c, u, true)
-		r.Log.Add(Event{Type: EvRooms, Source: u, Rooms: &rs})
+		r.Log.Add(check.Event{Type: check.EvRooms, Source: u, Rooms: &rs})
 	}
 }

@@ -1,4 +1,4 @@
-package harness
+package record
 
 import (
 	"context"
@@ -7,25 +7,9 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/harness/check"
 	"golang.org/x/sync/errgroup"
 )
-
-// Wedge is a gauge stuck above 0 with no progress: the silent PD failure.
-// Since is when it last changed or the engine last made progress; At is when
-// the watchdog flagged it (at least Window later).
-type Wedge struct {
-	Source string        `json:"source"`
-	Gauge  string        `json:"gauge"`
-	Value  float64       `json:"value"`
-	Since  time.Duration `json:"since"`
-	At     time.Duration `json:"at"`
-}
-
-// String is one line for a terminal.
-func (w Wedge) String() string {
-	return fmt.Sprintf("WEDGE %s = %g on %s, unchanged with no progress since %v (flagged at %v)",
-		w.Gauge, w.Value, w.Source, w.Since.Round(time.Millisecond), w.At.Round(time.Millisecond))
-}
 
 // Watchdog watches scrapes for wedges. It is pure: Observe takes the time,
 // so it is table-tested without a clock. A gauge is stuck when it is above 0
@@ -55,7 +39,7 @@ type gaugeState struct {
 
 // Observe feeds one scrape of source taken at offset at and returns the
 // wedges it reveals.
-func (w *Watchdog) Observe(at time.Duration, source string, s Scrape) []Wedge {
+func (w *Watchdog) Observe(at time.Duration, source string, s check.Scrape) []check.Wedge {
 	if s.Err != "" {
 		return nil
 	}
@@ -86,7 +70,7 @@ func (w *Watchdog) Observe(at time.Duration, source string, s Scrape) []Wedge {
 			g.fired = false
 		}
 	}
-	var out []Wedge
+	var out []check.Wedge
 	for _, name := range w.Gauges {
 		v := s.Gauges[name]
 		g, ok := st.gauges[name]
@@ -97,17 +81,17 @@ func (w *Watchdog) Observe(at time.Duration, source string, s Scrape) []Wedge {
 		since := max(g.since, st.progressAt)
 		if v > 0 && !g.fired && at-since >= w.Window {
 			g.fired = true
-			out = append(out, Wedge{Source: source, Gauge: name, Value: v, Since: since, At: at})
+			out = append(out, check.Wedge{Source: source, Gauge: name, Value: v, Since: since, At: at})
 		}
 	}
 	return out
 }
 
 // Watch scrapes every URL each interval and calls onWedge for every wedge
-// until ctx ends; base is the time origin of offsets. Scrape failures go to
+// until ctx ends; base is the time origin of offsets. check.Scrape failures go to
 // onErr (nil ignores them). It is `pdchaos watch` without the CLI.
 func Watch(ctx context.Context, urls []string, interval, window time.Duration, base time.Time,
-	onWedge func(Wedge), onErr func(error)) error {
+	onWedge func(check.Wedge), onErr func(error)) error {
 	if len(urls) == 0 {
 		return fmt.Errorf("watch: no metrics URLs")
 	}
@@ -120,7 +104,7 @@ func Watch(ctx context.Context, urls []string, interval, window time.Duration, b
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		scrapes := make([]Scrape, len(urls))
+		scrapes := make([]check.Scrape, len(urls))
 		g, gctx := errgroup.WithContext(ctx)
 		for i, u := range urls {
 			g.Go(func() error {

@@ -1,0 +1,49 @@
+package check
+
+import (
+	"fmt"
+
+	"github.com/pdchaos/pdchaos/contract"
+)
+
+// checkRoomsTerminal: every room reached Success/Failed and was cleared.
+func checkRoomsTerminal(v *View) CheckResult {
+	seen := map[string]bool{}
+	cleared := int64(0)
+	for src, snaps := range v.Rooms {
+		for _, s := range snaps {
+			for _, r := range s.Held {
+				seen[fmt.Sprintf("%s/%d", src, r.Room)] = true
+			}
+		}
+	}
+	var errs []string
+	for src, s := range v.Final {
+		if s.Err != "" {
+			errs = append(errs, s.Err)
+		}
+		cleared += int64(s.Cleared)
+		for _, r := range s.Held {
+			seen[fmt.Sprintf("%s/%d", src, r.Room)] = true
+		}
+	}
+	stuck, total := v.stuckRooms(maxStuck)
+	ev := map[string]int64{"rooms_seen_held": int64(len(seen)), "rooms_cleared": cleared, "rooms_held": int64(total),
+		"engines": int64(len(v.Final))}
+	ev["rooms_checked"] = max(ev["rooms_seen_held"], cleared)
+	switch {
+	case len(v.Final) == 0:
+		return result(contract.CheckRoomsTerminal, Skip, ev, "the target exposes no /debug/rooms")
+	case total > 0:
+		r := result(contract.CheckRoomsTerminal, Fail, ev, "%d rooms still held after the drain (first: room %d on %s, state %s, stuck since %v)",
+			total, stuck[0].Room, stuck[0].Role, stuck[0].State, stuck[0].Since)
+		r.Stuck = stuck
+		return r
+	case len(errs) > 0:
+		r := result(contract.CheckRoomsTerminal, Inconclusive, ev, "final rooms snapshot failed: %s", joinLimit(errs, 3))
+		return r
+	case ev["rooms_checked"] == 0:
+		return result(contract.CheckRoomsTerminal, Inconclusive, ev, "no room was ever seen: nothing to judge")
+	}
+	return result(contract.CheckRoomsTerminal, Pass, ev, "%d rooms checked, none held", ev["rooms_checked"])
+}

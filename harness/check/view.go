@@ -1,0 +1,116 @@
+package check
+
+import (
+	"sort"
+	"time"
+
+	"github.com/pdchaos/pdchaos/agents/outcome"
+	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/faults/schedule"
+)
+
+// maxStuck bounds the stuck rooms a failure lists in full.
+const maxStuck = 20
+
+// View indexes a recorded log by payload: what the checkers read, and what
+// a run's result reports (fault windows, wedges, the drain, outcomes).
+type View struct {
+	// Run is the log's opening record.
+	Run RunInfo
+	// Outcomes are every request outcome, in log order.
+	Outcomes []outcome.Outcome
+	// Scrapes are each source's /metrics scrapes, in log order.
+	Scrapes map[string][]Scrape
+	// Rooms are each engine's periodic rooms snapshots; Final its last full one.
+	Rooms map[string][]RoomsSnap
+	Final map[string]RoomsSnap
+	// Faults holds the last record of each fault window, in window order.
+	Faults []schedule.Record
+	// Wedges are the watchdog's flags during the run.
+	Wedges []Wedge
+	// Probes are the liveness probes after the drain.
+	Probes []Probe
+	// Leaks, Drain and End are nil when the log lacks them (a partial run).
+	Leaks *Leaks
+	Drain *Drain
+	End   *EndInfo
+}
+
+// NewView indexes evs. The last leaks, drain and end events win.
+func NewView(evs []Event) *View {
+	v := &View{Scrapes: map[string][]Scrape{}, Rooms: map[string][]RoomsSnap{}, Final: map[string]RoomsSnap{}}
+	win := map[int]int{}
+	for _, ev := range evs {
+		switch {
+		case ev.Run != nil:
+			v.Run = *ev.Run
+		case ev.Outcome != nil:
+			v.Outcomes = append(v.Outcomes, *ev.Outcome)
+		case ev.Scrape != nil:
+			v.Scrapes[ev.Source] = append(v.Scrapes[ev.Source], *ev.Scrape)
+		case ev.Rooms != nil && ev.Rooms.Final:
+			v.Final[ev.Source] = *ev.Rooms
+		case ev.Rooms != nil:
+			v.Rooms[ev.Source] = append(v.Rooms[ev.Source], *ev.Rooms)
+		case ev.Fault != nil:
+			if i, ok := win[ev.Fault.Window]; ok {
+				v.Faults[i] = *ev.Fault
+			} else {
+				win[ev.Fault.Window] = len(v.Faults)
+				v.Faults = append(v.Faults, *ev.Fault)
+			}
+		case ev.Wedge != nil:
+			v.Wedges = append(v.Wedges, *ev.Wedge)
+		case ev.Probe != nil:
+			v.Probes = append(v.Probes, *ev.Probe)
+		case ev.Leaks != nil:
+			v.Leaks = ev.Leaks
+		case ev.Drain != nil:
+			v.Drain = ev.Drain
+		case ev.End != nil:
+			v.End = ev.End
+		}
+	}
+	return v
+}
+
+// activeAt names the fault windows active at offset t.
+func (v *View) activeAt(t time.Duration) []string {
+	var out []string
+	for _, f := range v.Faults {
+		if f.Applied && f.Start <= t && (t <= f.End || f.End == 0) {
+			out = append(out, f.Fault)
+		}
+	}
+	return out
+}
+
+// stuckRooms lists held rooms of the final snapshots, oldest first.
+func (v *View) stuckRooms(limit int) (rooms []StuckRoom, total int) {
+	srcs := make([]string, 0, len(v.Final))
+	for s := range v.Final {
+		srcs = append(srcs, s)
+	}
+	sort.Strings(srcs)
+	for _, src := range srcs {
+		snap := v.Final[src]
+		for _, r := range snap.Held {
+			total++
+			if len(rooms) >= limit {
+				continue
+			}
+			since := stuckSince(r, v.Run.BaseWall)
+			rooms = append(rooms, StuckRoom{Source: src, Role: snap.Role, Room: r.Room, State: r.State,
+				Ranks: r.Ranks, Since: since, ActiveFaults: v.activeAt(since), Events: r.Events})
+		}
+	}
+	return rooms, total
+}
+
+// stuckSince is the offset of a room's last change from the run's base.
+func stuckSince(r contract.RoomRecord, base time.Time) time.Duration {
+	if base.IsZero() || r.Updated.IsZero() {
+		return 0
+	}
+	return r.Updated.Sub(base)
+}

@@ -1,0 +1,13 @@
+// Package record is the live side of a run: EventLog writes events.jsonl
+// (one monotonic clock, safe for concurrent use) and ReadEventsFile reads it
+// back; Recorder scrapes every engine's /metrics and /debug/rooms into the
+// log; Watchdog flags a gauge stuck above zero with no progress the moment a
+// scrape shows it, and Watch runs it alone (`pdchaos watch`).
+//
+// It owns IO and goroutines (each with a ctx and a stop path); the event
+// schema and the judging live in harness/check. record may import check,
+// contract, golang.org/x/sync and Prometheus's text parser
+// (prometheus/common, client_model); it must not import the engine, the
+// targets (it reads URLs through Sources), faults' injectors, harness,
+// suites or Ginkgo.
+package record
