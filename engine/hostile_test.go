@@ -73,7 +73,7 @@ func TestHostilePeers(t *testing.T) {
 	t.Logf("hostile peers for %v, seed %d (PDCHAOS_HOSTILE_DURATION, PDCHAOS_HOSTILE_SEED)", dur, seed)
 	for _, w := range contract.Wires() {
 		t.Run(string(w), func(t *testing.T) {
-			c := testcluster.Start(t, engine.Config{Wire: w, BootstrapTimeout: 3 * time.Second})
+			c := testcluster.Start(t, contract.EngineConfig{Wire: w, BootstrapTimeout: 3 * time.Second})
 			h := &hostile{wire: w, dialect: mustDialect(t, w), pa: c.Prefill.Addrs(), da: c.Decode.Addrs()}
 			ctx, stop := context.WithTimeout(t.Context(), dur)
 			defer stop()
