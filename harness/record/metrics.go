@@ -48,8 +48,10 @@ func ParseMetrics(r io.Reader) (check.Scrape, error) {
 // engine's /metrics is a few KiB and its /debug/rooms (2000 cleared rooms
 // of up to 64 events) about 20 MiB.
 const (
+	// MaxScrapeBytes bounds one /metrics answer.
 	MaxScrapeBytes = 16 << 20
-	MaxRoomsBytes  = 64 << 20
+	// MaxRoomsBytes bounds one /debug/rooms answer.
+	MaxRoomsBytes = 64 << 20
 )
 
 // ErrTooLarge is wrapped when a target's answer is over its limit.
