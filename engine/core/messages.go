@@ -99,7 +99,23 @@ func utoa(n uint64) []byte { return []byte(strconv.FormatUint(n, 10)) }
 func empty() []byte        { return []byte{} }
 func str(s string) []byte  { return []byte(s) }
 
+// maxDigits is the longest number frame accepted: 20 digits hold any
+// 64-bit value. The protocol proxy's classifier has the same bound, so a
+// zero-padded run of digits is refused by both, not acted on by one.
+const maxDigits = 20
+
+// digits refuses a number frame longer than maxDigits.
+func digits(b []byte, what string) error {
+	if len(b) > maxDigits {
+		return fmt.Errorf("%w: %s is %d bytes, longer than any 64-bit decimal", ErrMalformed, what, len(b))
+	}
+	return nil
+}
+
 func atoi(b []byte, what string) (int, error) {
+	if err := digits(b, what); err != nil {
+		return 0, err
+	}
 	n, err := strconv.Atoi(string(b))
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s %q is not an integer", ErrMalformed, what, b)
@@ -111,6 +127,9 @@ func atoi(b []byte, what string) (int, error) {
 // protocol proxy's classifier reads one, so the engine never acts on a
 // message the proxy would call unknown.
 func atonat(b []byte, what string) (int, error) {
+	if err := digits(b, what); err != nil {
+		return 0, err
+	}
 	n, err := strconv.ParseUint(string(b), 10, strconv.IntSize-1)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s %q is not a non-negative integer", ErrMalformed, what, b)
@@ -120,6 +139,9 @@ func atonat(b []byte, what string) (int, error) {
 
 // atoport parses a TCP port: an unsigned decimal up to 65535.
 func atoport(b []byte, what string) (int, error) {
+	if err := digits(b, what); err != nil {
+		return 0, err
+	}
 	n, err := strconv.ParseUint(string(b), 10, 16)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s %q is not a port", ErrMalformed, what, b)
@@ -128,6 +150,9 @@ func atoport(b []byte, what string) (int, error) {
 }
 
 func atou(b []byte, what string) (uint64, error) {
+	if err := digits(b, what); err != nil {
+		return 0, err
+	}
 	n, err := strconv.ParseUint(string(b), 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s %q is not an unsigned integer", ErrMalformed, what, b)
