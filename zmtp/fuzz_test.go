@@ -127,8 +127,9 @@ func FuzzReadMessage(f *testing.F) {
 
 // A peer sending empty MORE frames forever is cut off at MaxMessageFrames,
 // and one announcing more than the message budget is refused unread.
+//
+// Not parallel: AllocatedBy counts every goroutine's allocations.
 func TestReadMessageBounded(t *testing.T) {
-	t.Parallel()
 	endless := io.MultiReader(bytes.NewReader(bytes.Repeat([]byte{FlagMore, 0}, MaxMessageFrames+1)), bytes.NewReader([]byte{0, 0}))
 	if _, err := ReadMessage(endless, nil); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("endless MORE frames: %v, want ErrProtocol", err)
