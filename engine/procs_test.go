@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,11 +21,8 @@ import (
 // buildCLI builds the pdchaos binary once per test run.
 func buildCLI(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "pdchaos")
-	cmd := exec.Command("go", "build", "-o", bin, "../cmd/pdchaos")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build pdchaos: %v\n%s", err, out)
-	}
+	bin, err := testkit.BuildCLI(t.Context(), t.TempDir())
+	must(t, err)
 	return bin
 }
 

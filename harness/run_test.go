@@ -2,10 +2,7 @@ package harness
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,33 +13,14 @@ import (
 	"github.com/pdchaos/pdchaos/harness/check"
 	"github.com/pdchaos/pdchaos/harness/record"
 	"github.com/pdchaos/pdchaos/harness/target"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
 // pdchaosBin is the CLI built once for process-mode tests ("" in -short).
 var pdchaosBin string
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	code := func() int {
-		if !testing.Short() {
-			dir, err := os.MkdirTemp("", "pdchaos-bin")
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
-			}
-			defer os.RemoveAll(dir)
-			pdchaosBin = filepath.Join(dir, "pdchaos")
-			out, err := exec.Command("go", "build", "-o", pdchaosBin, "github.com/pdchaos/pdchaos/cmd/pdchaos").CombinedOutput()
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "build pdchaos: %v\n%s", err, out)
-				return 1
-			}
-		}
-		return m.Run()
-	}()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testkit.RunWithCLI(m, &pdchaosBin)) }
 
 // preset loads a preset scenario, shortened for tests.
 func preset(t *testing.T, name string, regressions ...string) *Scenario {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -26,24 +25,7 @@ func TestMain(m *testing.M) {
 	if bin := os.Getenv(helperEnv); bin != "" {
 		os.Exit(procsHelper(bin))
 	}
-	code := func() int {
-		if !testing.Short() {
-			dir, err := os.MkdirTemp("", "pdchaos-bin")
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
-			}
-			defer os.RemoveAll(dir)
-			pdchaosBin = filepath.Join(dir, "pdchaos")
-			out, err := exec.Command("go", "build", "-o", pdchaosBin, "github.com/pdchaos/pdchaos/cmd/pdchaos").CombinedOutput()
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "build pdchaos: %v\n%s", err, out)
-				return 1
-			}
-		}
-		return m.Run()
-	}()
-	os.Exit(code)
+	os.Exit(testkit.RunWithCLI(m, &pdchaosBin))
 }
 
 // TestProcsRestartSameAddresses: a killed role comes back on its addresses.

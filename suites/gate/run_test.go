@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/pdchaos/pdchaos/harness"
 	"github.com/pdchaos/pdchaos/harness/check"
 	"github.com/pdchaos/pdchaos/harness/target"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/suites/labels"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
@@ -90,9 +90,8 @@ func source(sc *harness.Scenario, bin, dir string) target.Source {
 // buildPdchaos builds the CLI for the procs target, as harness's TestMain
 // does, into a folder removed after the spec.
 func buildPdchaos(ctx context.Context) string {
-	bin := filepath.Join(GinkgoT().TempDir(), "pdchaos")
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/pdchaos/pdchaos/cmd/pdchaos").CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "build pdchaos: %s", out)
+	bin, err := testkit.BuildCLI(ctx, GinkgoT().TempDir())
+	Expect(err).NotTo(HaveOccurred())
 	return bin
 }
 
