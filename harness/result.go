@@ -15,6 +15,7 @@ import (
 	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/faults/schedule"
 	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/harness/target"
 )
 
 // Exit codes: 0 pass, 1 invariant violated, 2 inconclusive, 3 harness error.
@@ -27,25 +28,29 @@ const (
 
 // Result is result.json: the verdict first, then what it rests on.
 type Result struct {
-	Verdict      check.Status      `json:"verdict"`
-	ExitCode     int               `json:"exit_code"`
-	FirstFailure string            `json:"first_failure,omitempty"`
-	Scenario     string            `json:"scenario"`
-	Seed         uint64            `json:"seed"`
-	Target       string            `json:"target"`
-	Regressions  []string          `json:"regressions,omitempty"`
-	RunDir       string            `json:"run_dir"`
-	Repro        string            `json:"repro"`
-	Started      time.Time         `json:"started"`
-	Duration     time.Duration     `json:"duration"`
-	Interrupted  bool              `json:"interrupted,omitempty"`
-	HarnessError string            `json:"harness_error,omitempty"`
-	Checks       check.Checks      `json:"checks"`
-	Phases       []PhaseStats      `json:"phases,omitempty"`
-	Faults       []schedule.Record `json:"faults,omitempty"`
-	Wedges       []check.Wedge     `json:"wedges,omitempty"`
-	Drain        *check.Drain      `json:"drain,omitempty"`
-	Agents       agents.Stats      `json:"agents"`
+	Verdict      check.Status  `json:"verdict"`
+	ExitCode     int           `json:"exit_code"`
+	FirstFailure string        `json:"first_failure,omitempty"`
+	Scenario     string        `json:"scenario"`
+	Seed         uint64        `json:"seed"`
+	Target       string        `json:"target"`
+	Regressions  []string      `json:"regressions,omitempty"`
+	RunDir       string        `json:"run_dir"`
+	Repro        string        `json:"repro"`
+	Started      time.Time     `json:"started"`
+	Duration     time.Duration `json:"duration"`
+	Interrupted  bool          `json:"interrupted,omitempty"`
+	HarnessError string        `json:"harness_error,omitempty"`
+	// Health is the target's health when the run began, with the endpoint
+	// used per role (router /readiness or /health, engine /health_generate
+	// or /health).
+	Health target.HealthReport `json:"health,omitempty"`
+	Checks check.Checks        `json:"checks"`
+	Phases []PhaseStats        `json:"phases,omitempty"`
+	Faults []schedule.Record   `json:"faults,omitempty"`
+	Wedges []check.Wedge       `json:"wedges,omitempty"`
+	Drain  *check.Drain        `json:"drain,omitempty"`
+	Agents agents.Stats        `json:"agents"`
 }
 
 // PhaseStats are client figures for one phase of the run (etcd's
@@ -160,6 +165,9 @@ func ReadResult(dir string) (*Result, error) {
 // and wedges of failures, then where the results are.
 func (r *Result) PrintTable(w io.Writer) {
 	fmt.Fprintf(w, "scenario %s  seed %d  target %s  %v\n", r.Scenario, r.Seed, r.Target, r.Duration.Round(time.Millisecond))
+	if len(r.Health) > 0 {
+		fmt.Fprintf(w, "health: %s\n", r.Health)
+	}
 	if r.HarnessError != "" {
 		fmt.Fprintf(w, "harness error: %s\n", r.HarnessError)
 	}

@@ -177,6 +177,9 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 		return t.Close(cctx)
 	}
 	defer func() { _ = closeTarget() }()
+	hctx, hcancel := context.WithTimeout(ctx, target.HealthTimeout+5*time.Second)
+	res.Health = target.ProbeHealth(hctx, t.Endpoint(), target.EngineBases(t))
+	hcancel()
 	var layers []string
 	for _, l := range target.Layers(t) {
 		layers = append(layers, string(l))

@@ -28,6 +28,7 @@ import (
 // watch, faults reset and faults list).
 func addCommands(root *cobra.Command) {
 	root.AddCommand(newRunCmd(), newReproCmd(), newCheckCmd(), newSoakCmd(), newWatchCmd(), newFaultsCmd())
+	root.AddCommand(newDoctorCmd())
 }
 
 // newReproCmd replays a run from its bundle: the resolved scenario with its
@@ -66,6 +67,7 @@ type targetFlags struct {
 	metrics     []string
 	engines     []string
 	debugHooks  bool
+	procs       []string
 	allowRemote bool
 	checkAnswer bool
 	results     string
@@ -78,6 +80,8 @@ func (f *targetFlags) register(cmd *cobra.Command) {
 	fl.StringSliceVar(&f.metrics, "metrics", nil, "external: engine /metrics URL (repeatable)")
 	fl.StringSliceVar(&f.engines, "engine-url", nil, "external: engine base URL serving /debug/rooms (optional, repeatable)")
 	fl.BoolVar(&f.debugHooks, "debug-hooks", false, "external: engines serve /debug/hooks (the bundled engine does)")
+	fl.StringArrayVar(&f.procs, "proc", nil, "external: ROLE=PATTERN, a role's process on this host for stop/continue faults on its whole tree: "+
+		"a regexp matched against /proc/*/cmdline, or a pid (repeatable; restart is unsupported)")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow non-loopback target addresses")
 	fl.BoolVar(&f.checkAnswer, "check-answers", false, "external: check answers against pdchaos's fake model")
 	fl.StringVar(&f.results, "results", "runs", "directory for run directories")
@@ -99,21 +103,41 @@ func (f *targetFlags) source(sc *harness.Scenario, errw io.Writer) (target.Sourc
 		}
 		return target.ProcsSource{Bin: bin, Log: io.Discard}, false, nil
 	case "external":
-		addrs := append([]string{f.router}, f.metrics...)
-		addrs = append(addrs, f.engines...)
-		for i, a := range addrs {
-			addrs[i] = hostOf(a)
-		}
-		if err := checkLoopback(f.allowRemote, "target address", addrs...); err != nil {
-			return nil, false, err
-		}
-		ext := &target.External{Router: f.router, Metrics: f.metrics, Engines: f.engines, DebugHooks: f.debugHooks}
-		if err := ext.Validate(); err != nil {
+		ext, err := f.external()
+		if err != nil {
 			return nil, false, err
 		}
 		return target.ExternalSource{Target: ext}, !f.checkAnswer, nil
 	}
 	return nil, false, fmt.Errorf("--target %q: want bundled, procs or external", kind)
+}
+
+// external builds the external target from the flags, refusing
+// non-loopback addresses without --allow-remote.
+func (f *targetFlags) external() (*target.External, error) {
+	addrs := append([]string{f.router}, f.metrics...)
+	addrs = append(addrs, f.engines...)
+	for i, a := range addrs {
+		addrs[i] = hostOf(a)
+	}
+	if err := checkLoopback(f.allowRemote, "target address", addrs...); err != nil {
+		return nil, err
+	}
+	ext := &target.External{Router: f.router, Metrics: f.metrics, Engines: f.engines, DebugHooks: f.debugHooks}
+	for _, p := range f.procs {
+		role, pat, ok := strings.Cut(p, "=")
+		if !ok || role == "" || pat == "" {
+			return nil, fmt.Errorf("--proc %q: want ROLE=PATTERN (a regexp over command lines, or a pid)", p)
+		}
+		if ext.Procs == nil {
+			ext.Procs = map[string]string{}
+		}
+		ext.Procs[role] = pat
+	}
+	if err := ext.Validate(); err != nil {
+		return nil, err
+	}
+	return ext, nil
 }
 
 // hostOf strips a URL down to host:port for checkLoopback.
