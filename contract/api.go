@@ -16,11 +16,11 @@ const (
 	// Engines do not serve it.
 	PathReadiness = "/readiness"
 	// PathLiveness is the router's liveness: 200 while it serves.
-	PathLiveness = "/liveness"
-	PathMetrics         = "/metrics"
-	PathAbortRequest    = "/abort_request"
-	PathServerInfo      = "/get_server_info"
-	PathRoute           = "/route"
+	PathLiveness     = "/liveness"
+	PathMetrics      = "/metrics"
+	PathAbortRequest = "/abort_request"
+	PathServerInfo   = "/get_server_info"
+	PathRoute        = "/route"
 	// PathDebugRooms lists every room with its state and event history
 	// (RoomsResponse); loopback callers only.
 	PathDebugRooms = "/debug/rooms"
