@@ -154,7 +154,17 @@ func Run(ctx context.Context, t target.Target, o Options) Report {
 	if len(t.EngineURLs()) == 0 {
 		r.add(Reduced, "check %s: skipped: needs /debug/rooms on each engine (--engine-url), which SGLang does not serve", contract.CheckRoomsTerminal)
 	} else {
-		r.add(OK, "check %s: applies (/debug/rooms on %s)", contract.CheckRoomsTerminal, strings.Join(t.EngineURLs(), ", "))
+		var bad []string
+		for _, e := range t.EngineURLs() {
+			if err := getOK(ctx, client, strings.TrimRight(e, "/")+contract.PathDebugRooms); err != nil {
+				bad = append(bad, err.Error())
+			}
+		}
+		if len(bad) > 0 {
+			r.add(Reduced, "check %s: reduced: %s", contract.CheckRoomsTerminal, strings.Join(bad, "; "))
+		} else {
+			r.add(OK, "check %s: applies (/debug/rooms on %s)", contract.CheckRoomsTerminal, strings.Join(t.EngineURLs(), ", "))
+		}
 	}
 	if metricsOK {
 		r.add(OK, "check %s: applies (every engine exports the gauges it needs)", contract.CheckSlotsReleased)
@@ -223,4 +233,22 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
+}
+
+// getOK GETs url and wants 200.
+func getOK(ctx context.Context, c *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("get %s: %w", url, err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("get %s: %w", url, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("get %s: status %d", url, resp.StatusCode)
+	}
+	return nil
 }
