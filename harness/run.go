@@ -212,6 +212,13 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 	if err != nil {
 		return fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
+	for _, e := range entries {
+		if p, ok := e.Fault.(faults.Preflighter); ok {
+			if err := p.Preflight(t); err != nil {
+				return fmt.Errorf("scenario %s: the target cannot take fault %s: %w", sc.Name, e.Fault.Name(), err)
+			}
+		}
+	}
 	opts, _ := sc.AgentOptions()
 	opts.Duration = sc.Duration
 	warm := opts.StartSpread + opts.WarmUp

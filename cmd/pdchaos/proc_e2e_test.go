@@ -31,26 +31,7 @@ func TestRunCtrlCWhileProcTreeFrozen(t *testing.T) {
 		t.Skip("-short: runs a scenario")
 	}
 	c := testcluster.Start(t, contract.EngineConfig{})
-	sh := exec.Command("sh", "-c", "sleep 600 & wait # ctrl-c-tree-91ab")
-	if err := sh.Start(); err != nil {
-		t.Fatal(err)
-	}
-	shDone := make(chan struct{})
-	go func() { _ = sh.Wait(); close(shDone) }()
-	t.Cleanup(func() {
-		for _, p := range process.Tree(sh.Process.Pid) {
-			_ = exec.Command("kill", "-CONT", strconv.Itoa(p)).Run()
-			_ = exec.Command("kill", "-KILL", strconv.Itoa(p)).Run()
-		}
-		<-shDone
-	})
-	testkit.Eventually(t, 5*time.Second, func() error {
-		if len(process.Tree(sh.Process.Pid)) != 2 {
-			return errors.New("sleep not forked yet")
-		}
-		return nil
-	})
-	tree := process.Tree(sh.Process.Pid)
+	tree := shTree(t, "ctrl-c-tree-91ab")
 
 	dir := t.TempDir()
 	sc := filepath.Join(dir, "freeze.yaml")
@@ -121,4 +102,49 @@ checks:
 	if !strings.Contains(out.String(), "health: router /readiness 200") {
 		t.Errorf("run output names no health endpoints:\n%s", out.String())
 	}
+}
+
+// shTree starts a parent sh (tagged with marker in its command line) with
+// a child sleep, the shape of an SGLang server and its scheduler, and
+// returns both pids once /proc shows the child.
+func shTree(t *testing.T, marker string) []int {
+	t.Helper()
+	sh := exec.Command("sh", "-c", "sleep 600 & wait # "+marker)
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	shDone := make(chan struct{})
+	go func() { _ = sh.Wait(); close(shDone) }()
+	t.Cleanup(func() {
+		for _, p := range process.Tree(sh.Process.Pid) {
+			_ = exec.Command("kill", "-CONT", strconv.Itoa(p)).Run()
+			_ = exec.Command("kill", "-KILL", strconv.Itoa(p)).Run()
+		}
+		<-shDone
+	})
+	testkit.Eventually(t, 5*time.Second, func() error {
+		if len(process.Tree(sh.Process.Pid)) != 2 {
+			return errors.New("sleep not forked yet")
+		}
+		return nil
+	})
+	return process.Tree(sh.Process.Pid)
+}
+
+// TestKillPresetRefusedOnExternal: decode-restart needs a restart the
+// harness cannot do for a process it did not start; the run is refused
+// before it starts (exit 3, saying so) and nothing is killed.
+func TestKillPresetRefusedOnExternal(t *testing.T) {
+	c := testcluster.Start(t, contract.EngineConfig{})
+	tree := shTree(t, "kill-refused-5d2f")
+	code, out := execute(t, "run", "decode-restart", "--target", "external", "--router", c.Endpoint(),
+		"--metrics", c.MetricsURLs()[0], "--metrics", c.MetricsURLs()[1],
+		"--proc", "decode=kill-refused-5d2f", "--results", t.TempDir())
+	if code != exitHarness || !strings.Contains(out, "the target cannot take fault sigkill(decode,restart): restart decode: unsupported by target: the harness did not start this process") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if got := process.Tree(tree[0]); len(got) != 2 {
+		t.Fatalf("tree %v after the refused run, want it untouched", got)
+	}
+	t.Log(out)
 }

@@ -65,6 +65,12 @@ func (f *Stop) Inject(ctx context.Context, t faults.Target) (faults.Heal, error)
 	}, nil
 }
 
+// Preflight checks that the role's process can be found.
+func (f *Stop) Preflight(t faults.Target) error {
+	_, _, err := lookup(t, f.Name(), f.Role)
+	return err
+}
+
 // Evidence reports whether the process was seen stopped.
 func (f *Stop) Evidence() faults.Evidence {
 	return f.rec.evidence(f.Name(), "stopped_observed", "state 'T' read from /proc/<pid>/stat for every process of the role's tree after SIGSTOP, and none stopped after SIGCONT")
@@ -151,6 +157,21 @@ func (f *Kill) Inject(ctx context.Context, t faults.Target) (faults.Heal, error)
 	}, nil
 }
 
+// Preflight checks that the role's process can be found and, where the
+// target says whether it can, restarted.
+func (f *Kill) Preflight(t faults.Target) error {
+	procs, _, err := lookup(t, f.Name(), f.Role)
+	if err != nil {
+		return err
+	}
+	if rc, ok := procs.(RestartChecker); ok {
+		if err := rc.CanRestart(f.Role); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Evidence reports kills seen in /proc and restarts done.
 func (f *Kill) Evidence() faults.Evidence {
 	return f.rec.evidence(f.Name(), "killed_observed", "process gone from /proc after SIGKILL; restarts done")
@@ -204,6 +225,8 @@ func (r *recorder) evidence(name, key, detail string) faults.Evidence {
 }
 
 var (
-	_ faults.Fault = (*Stop)(nil)
-	_ faults.Fault = (*Kill)(nil)
+	_ faults.Fault       = (*Stop)(nil)
+	_ faults.Fault       = (*Kill)(nil)
+	_ faults.Preflighter = (*Stop)(nil)
+	_ faults.Preflighter = (*Kill)(nil)
 )
