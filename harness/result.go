@@ -28,29 +28,30 @@ const (
 
 // Result is result.json: the verdict first, then what it rests on.
 type Result struct {
-	Verdict      check.Status  `json:"verdict"`
-	ExitCode     int           `json:"exit_code"`
-	FirstFailure string        `json:"first_failure,omitempty"`
-	Scenario     string        `json:"scenario"`
-	Seed         uint64        `json:"seed"`
-	Target       string        `json:"target"`
-	Regressions  []string      `json:"regressions,omitempty"`
-	RunDir       string        `json:"run_dir"`
-	Repro        string        `json:"repro"`
-	Started      time.Time     `json:"started"`
-	Duration     time.Duration `json:"duration"`
-	Interrupted  bool          `json:"interrupted,omitempty"`
-	HarnessError string        `json:"harness_error,omitempty"`
+	Verdict      check.Status      `json:"verdict"`
+	ExitCode     int               `json:"exit_code"`
+	FirstFailure string            `json:"first_failure,omitempty"`
+	Scenario     string            `json:"scenario"`
+	Seed         uint64            `json:"seed"`
+	Target       string            `json:"target"`
+	Regressions  []string          `json:"regressions,omitempty"`
+	RunDir       string            `json:"run_dir"`
+	Repro        string            `json:"repro"`
+	Started      time.Time         `json:"started"`
+	Duration     time.Duration     `json:"duration"`
+	Interrupted  bool              `json:"interrupted,omitempty"`
+	HarnessError string            `json:"harness_error,omitempty"`
+	Checks       check.Checks      `json:"checks"`
+	Phases       []PhaseStats      `json:"phases,omitempty"`
+	Faults       []schedule.Record `json:"faults,omitempty"`
+	Wedges       []check.Wedge     `json:"wedges,omitempty"`
+	Drain        *check.Drain      `json:"drain,omitempty"`
+	Agents       agents.Stats      `json:"agents"`
+
 	// Health is the target's health when the run began, with the endpoint
 	// used per role (router /readiness or /health, engine /health_generate
 	// or /health).
 	Health target.HealthReport `json:"health,omitempty"`
-	Checks check.Checks        `json:"checks"`
-	Phases []PhaseStats        `json:"phases,omitempty"`
-	Faults []schedule.Record   `json:"faults,omitempty"`
-	Wedges []check.Wedge       `json:"wedges,omitempty"`
-	Drain  *check.Drain        `json:"drain,omitempty"`
-	Agents agents.Stats        `json:"agents"`
 }
 
 // PhaseStats are client figures for one phase of the run (etcd's
