@@ -32,6 +32,7 @@ const (
 	Unusable
 )
 
+// String is the label printed before each finding.
 func (s Severity) String() string {
 	return [...]string{"ok", "info", "REDUCED", "UNUSABLE"}[s]
 }
