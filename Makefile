@@ -8,7 +8,7 @@ LABELS    ?=
 # Packages with goroutines and sockets run under the race detector.
 RACE_PKGS := ./engine/... ./faults/... ./agents/... ./harness/...
 
-.PHONY: all build run test test-race test-short lint gate soak repro bench deps clean
+.PHONY: all build run test test-race test-short lint gate soak repro report bench deps clean
 
 all: build
 
@@ -19,9 +19,9 @@ build:
 run: build
 	$(BIN) soak --duration $(DURATION) --results $(RESULTS_DIR)
 
-## deps: test-only system dependencies (python3-zmq for the ZMTP interop tests)
+## deps: test-only system dependencies (python3-zmq for the ZMTP interop tests, xmllint for JUnit validation)
 deps:
-	@bash scripts/setup-test-deps.sh || echo "warning: python3-zmq could not be installed; ZMTP interop tests will skip (set PDCHAOS_REQUIRE_PYZMQ=1 to fail instead)" >&2
+	@bash scripts/setup-test-deps.sh || echo "warning: python3-zmq or libxml2-utils could not be installed; ZMTP interop tests and JUnit schema validation will skip (set PDCHAOS_REQUIRE_PYZMQ=1 / PDCHAOS_REQUIRE_XMLLINT=1 to fail instead)" >&2
 
 ## test: everything CI runs — vet, race detector on concurrent packages, all tests except the
 ## Ginkgo gate (minutes of scenario runs: `make gate`)
@@ -50,9 +50,14 @@ gate:
 soak: build
 	$(BIN) soak --duration $(DURATION) --target $(TARGET) --results $(RESULTS_DIR) $(ARGS)
 
-## repro: replay a bundle, e.g. make repro BUNDLE=runs/abort-storm-42-.../repro.yaml
+## repro: replay a run dir, repro.yaml or bundle COUNT times (default 1),
+## e.g. make repro BUNDLE=runs/abort-storm-42-....bundle.yaml COUNT=5
 repro: build
-	$(BIN) repro $(BUNDLE)
+	$(BIN) repro $(BUNDLE) --count $(or $(COUNT),1)
+
+## report: render report.html and junit.xml of stored runs again, e.g. make report RUNS="runs/a runs/b"
+report: build
+	$(BIN) report $(RUNS)
 
 ## repro-REGRESSION: catch rate of a known regression over SEEDS seeds (default 20),
 ## e.g. make repro-free-before-ack SEEDS=20 (the gate wants at least 19 of 20 for a probabilistic catch)

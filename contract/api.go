@@ -93,3 +93,7 @@ type ErrorDetail struct {
 	Type    string `json:"type"`
 	Code    int    `json:"code"`
 }
+
+// PathDebugProbes lists every code probe of the role with its hit count
+// (ProbesResponse); loopback callers only.
+const PathDebugProbes = "/debug/probes"

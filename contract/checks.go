@@ -12,10 +12,13 @@ const (
 	CheckNoLeaks        = "no-leaks"
 	CheckFaultsVerified = "faults-verified"
 	CheckLoadFloor      = "load-floor"
+	// CheckCancelsReached: every client cancel reached both prefill and
+	// decode (the room recorded the abort or ended there) within a bound.
+	CheckCancelsReached = "cancels-reached"
 )
 
 // CheckNames lists every checker in judging order.
 func CheckNames() []string {
 	return []string{CheckRoomsTerminal, CheckSlotsReleased, CheckLiveness, CheckClientOutcomes,
-		CheckIntegrity, CheckNoLeaks, CheckFaultsVerified, CheckLoadFloor}
+		CheckCancelsReached, CheckIntegrity, CheckNoLeaks, CheckFaultsVerified, CheckLoadFloor}
 }

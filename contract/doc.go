@@ -4,7 +4,9 @@
 // names with the lists a wedge is judged by, room records and states as
 // /debug/rooms reports them, the /generate types, the router's headers and
 // every endpoint path, the known regressions with the scenario and checker
-// that catch each, the wire dialects of the control messages (Wire), and
+// that catch each, the wire dialects of the control messages (Wire), the
+// code probes (Probes: one named probe per failure-handling branch of the
+// engine, with its place in the source, kept true by probes_test.go), and
 // ErrUnsupported.
 //
 // It is a leaf: contract imports only the standard library, so a fault

@@ -61,6 +61,10 @@ func importRules() []importRule {
 			pkgs: []string{"..."}, except: []string{"internal/testkit/..."}, forbid: []string{"internal/testkit/..."}},
 		{why: "testkit sits below the engine and zmtp, whose internal tests use it",
 			pkgs: []string{"internal/testkit"}, forbid: []string{"engine", "engine/core", "zmtp/...", "faults/...", "agents/...", "harness/...", "suites/...", "cmd/...", "github.com/onsi/"}, deps: true},
+		{why: "reports render stored runs only: no engine runtime, no injectors, no agents runtime, no harness, no Ginkgo",
+			pkgs: []string{"reports/..."}, forbid: append(runtime, "engine/...", "agents", "agents/internal/...", "faults/network", "faults/protocol",
+				"faults/process", "faults/catalog", "faults/hooks", "harness", "harness/record", "harness/target", "suites/...",
+				"github.com/onsi/", "github.com/prometheus/", "github.com/tsenart/", "std:net/http", "std:os/exec"), deps: true},
 		{why: "the harness never imports suites or Ginkgo",
 			pkgs: []string{"harness/...", "cmd/..."}, forbid: []string{"suites/gate", "github.com/onsi/"}, deps: true},
 	}
@@ -165,7 +169,7 @@ func TestImportRules(t *testing.T) {
 		t.Skip("runs go list over the module")
 	}
 	pkgs := listPackages(t)
-	for _, want := range []string{"contract", "engine", "engine/core", "faults", "agents", "harness", "harness/check", "harness/record", "harness/target", "internal/testkit"} {
+	for _, want := range []string{"contract", "engine", "engine/core", "faults", "agents", "harness", "harness/check", "harness/record", "harness/target", "internal/testkit", "reports"} {
 		if _, ok := pkgs[want]; !ok {
 			t.Fatalf("go list found no package %s: the rules would check nothing", want)
 		}
@@ -183,9 +187,11 @@ func TestImportRulesCatch(t *testing.T) {
 		"contract":          {ImportPath: module + "/contract", Imports: []string{"github.com/prometheus/client_golang/prometheus"}, Deps: []string{"github.com/prometheus/client_golang/prometheus"}},
 		"engine/core":       {ImportPath: module + "/engine/core", Imports: []string{"net/http", path.Join(module, "contract")}},
 		"faults/enginetest": {ImportPath: module + "/faults/enginetest", Imports: []string{module + "/engine"}, Deps: []string{module + "/engine"}},
+		"reports":           {ImportPath: module + "/reports", Imports: []string{module + "/harness"}, Deps: []string{module + "/harness", module + "/engine"}},
 	}
 	got := violations(importRules(), pkgs)
-	want := []string{"faults/network imports " + module + "/engine", "contract imports github.com/prometheus", "engine/core imports net/http"}
+	want := []string{"faults/network imports " + module + "/engine", "contract imports github.com/prometheus", "engine/core imports net/http",
+		"reports imports " + module + "/harness"}
 	for _, w := range want {
 		found := false
 		for _, g := range got {

@@ -21,7 +21,64 @@ const (
 	MetricForeignWrites      = "pdchaos:kv_foreign_writes_total"
 	MetricAwaitingAck        = "pdchaos:decode_pages_awaiting_ack_reqs"
 	MetricSchedulerHung      = "pdchaos:scheduler_hung"
+	// Decode page accounting, per TP rank: pages some room owns, pages on
+	// the free list, the pool's size, and pages owned twice (listed free
+	// twice, or free while a room owns them). In use plus free must equal
+	// the pool and owned-twice must be 0; a page freed twice breaks both.
+	MetricPagesUsed       = "pdchaos:decode_pages_used"
+	MetricPagesFree       = "pdchaos:decode_pages_free"
+	MetricPagesTotal      = "pdchaos:decode_pages_total"
+	MetricPagesOwnedTwice = "pdchaos:decode_pages_owned_twice"
 )
+
+// Label names the harness reads to combine series as SGLang exports them.
+const (
+	LabelTPRank     = "tp_rank"
+	LabelDPRank     = "dp_rank"
+	LabelPPRank     = "pp_rank"
+	LabelPriority   = "priority"
+	LabelEngineType = "engine_type"
+)
+
+// MetricAliases maps older SGLang metric names onto today's: the one alias
+// table. A scrape reads an alias as its current name when the current name
+// is absent (sglang-wire.md section 5).
+func MetricAliases() map[string]string {
+	return map[string]string{
+		"sglang:num_prefill_prealloc_queue_reqs": MetricPrefillBootstrapQueue, // v0.5-era name
+		"sglang:num_prefill_infight_queue_reqs":  MetricPrefillInflightQueue,  // very old typo
+	}
+}
+
+// PageGauges are the decode page accounting gauges (pdchaos only).
+func PageGauges() []string {
+	return []string{MetricPagesUsed, MetricPagesFree, MetricPagesTotal, MetricPagesOwnedTwice}
+}
+
+// NeededGauges are the SGLang gauge families slots-released needs from an
+// engine of engineType ("prefill", "decode", anything else: all). Without
+// one the check is inconclusive: an absent family is not a zero.
+// pdchaos-only gauges are judged where present and never needed.
+func NeededGauges(engineType string) []string {
+	switch engineType {
+	case "prefill":
+		return []string{MetricPrefillBootstrapQueue, MetricPrefillInflightQueue, MetricRunning, MetricQueue}
+	case "decode":
+		return []string{MetricDecodePreallocQueue, MetricDecodeTransferQueue, MetricRunning, MetricQueue, MetricTokenUsage}
+	}
+	return []string{MetricPrefillBootstrapQueue, MetricPrefillInflightQueue, MetricDecodePreallocQueue,
+		MetricDecodeTransferQueue, MetricRunning, MetricQueue, MetricTokenUsage}
+}
+
+// QueueGauges are the gauges of requests waiting for the engine's own
+// resources: decode's prealloc queue (pages) and the waiting queue (a batch
+// slot). The live watchdog flags them growing while the engine completes
+// nothing. Queues that wait on the peer (prefill's bootstrap and inflight,
+// decode's transfer queue) are left to the rooms' deadlines and the stuck
+// gauge rule: under load they grow whenever the peer is the bottleneck.
+func QueueGauges() []string {
+	return []string{MetricDecodePreallocQueue, MetricQueue}
+}
 
 // MetricLabels is SGLang's label set on every engine metric.
 var MetricLabels = []string{"model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank"}
@@ -46,10 +103,17 @@ func ProgressCounters() []string {
 
 // EngineGauges lists every gauge the bundled engine exports.
 func EngineGauges() []string {
-	return append(SlotGauges(), MetricTokenUsage, MetricBootstrapLoopAlive, MetricSchedulerHung)
+	return append(append(SlotGauges(), MetricTokenUsage, MetricBootstrapLoopAlive, MetricSchedulerHung), PageGauges()...)
 }
 
 // EngineCounters lists every counter the bundled engine exports.
 func EngineCounters() []string {
 	return append(ProgressCounters(), MetricMalformedControl, MetricStrayChunks, MetricForeignWrites)
 }
+
+// MetricProbeHits counts hits of each code probe (label LabelProbe, plus
+// MetricLabels); every probe of the role is exported, zero ones too.
+const MetricProbeHits = "pdchaos:probe_hits_total"
+
+// LabelProbe is the label naming the probe on MetricProbeHits.
+const LabelProbe = "probe"

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -53,6 +54,7 @@ type Decode struct {
 	requests  atomic.Int64
 	tokens    atomic.Int64
 	ridSeq    atomic.Uint64
+	probes    *core.ProbeCounts
 }
 
 type decodeStream struct {
@@ -82,9 +84,9 @@ func startDecode(ctx context.Context, cfg contract.EngineConfig, addrs DecodeAdd
 	}
 	d := &Decode{cfg: cfg, log: log.With("role", "decode"), links: links, hist: core.NewHistory(2000),
 		streams: map[string]*decodeStream{}, routes: map[string][]string{}, hello: map[string][][]byte{},
-		wake: make(chan struct{}, 1)}
+		wake: make(chan struct{}, 1), probes: &core.ProbeCounts{}}
 	d.ctx, d.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	d.control = newPushPool(d.ctx, links, d.helloFor)
+	d.control = newPushPool(d.ctx, links, d.helloFor, d.probes, contract.SideDecode)
 	tr := &http.Transport{DialContext: links.dial, MaxIdleConnsPerHost: 4}
 	d.client = &http.Client{Transport: tr, Timeout: 3 * time.Second}
 	links.watch(tr.CloseIdleConnections)
@@ -130,7 +132,7 @@ func startDecode(ctx context.Context, cfg contract.EngineConfig, addrs DecodeAdd
 		agents = append(agents, core.DecodeAgent{IP: host, NotifyPort: pn, Name: wire.AgentName(unique, ln.Addr().String())})
 	}
 	d.core = core.NewDecode(core.DecodeConfig{Ranks: cfg.TP, PageSize: cfg.PageSize, Pages: cfg.Pages,
-		WaitingTimeout: cfg.WaitingTimeout, AckTimeout: cfg.AckTimeout, Agents: agents, Regressions: reg, Wire: cfg.Wire}, d.hist)
+		WaitingTimeout: cfg.WaitingTimeout, AckTimeout: cfg.AckTimeout, Agents: agents, Regressions: reg, Wire: cfg.Wire, Probes: d.probes}, d.hist)
 	d.wire = wire
 	d.httpSrv = &http.Server{Handler: d.routesHandler(), ReadHeaderTimeout: 10 * time.Second}
 	d.wg.Add(2)
@@ -269,9 +271,12 @@ func (d *Decode) sendOut(out []core.DecodeOut) {
 		d.mu.Lock()
 		addrs := d.routes[o.Bootstrap]
 		d.mu.Unlock()
-		if o.Rank < len(addrs) {
-			d.control.send(addrs[o.Rank], o.Frames)
+		if o.Rank >= len(addrs) {
+			// The route was forgotten when its prefill was lost.
+			d.probes.Hit(contract.ProbeDecodeControlNoRoute)
+			continue
 		}
+		d.control.send(addrs[o.Rank], o.Frames)
 	}
 }
 
@@ -312,9 +317,13 @@ func (d *Decode) serveKV(rank int, conn net.Conn) {
 	for {
 		m, err := readKV(r)
 		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				d.probes.Hit(contract.ProbeDecodeKVReadError)
+			}
 			return
 		}
 		if int(m.rank) != rank {
+			d.probes.Hit(contract.ProbeDecodeKVWrongRank)
 			return
 		}
 		d.mu.Lock()
@@ -333,6 +342,7 @@ func (d *Decode) serveKV(rank int, conn net.Conn) {
 			reply = kvInactive
 		}
 		if w.WriteByte(reply) != nil || w.Flush() != nil {
+			d.probes.Hit(contract.ProbeDecodeKVReplyFailed)
 			return
 		}
 	}
@@ -417,8 +427,10 @@ func (d *Decode) heartbeatLoop() {
 			if d.ctx.Err() != nil {
 				return
 			}
+			d.probes.Hit(contract.ProbeDecodeHeartbeatMiss)
 			misses[b]++
 			if misses[b] == heartbeatFailures {
+				d.probes.Hit(contract.ProbeDecodePrefillLost)
 				d.mu.Lock()
 				n := d.core.OnPrefillLost(time.Now(), b)
 				// Forget the route: a restarted prefill is resolved afresh.

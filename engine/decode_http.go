@@ -23,7 +23,7 @@ func (d *Decode) Hooks() contract.Hooks {
 
 func (d *Decode) routesHandler() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(d.cfg.Model, "decode", d.samples))
+	reg.MustRegister(newCollector(d.cfg.Model, "decode", d.samples), newProbeCollector(d.cfg.Model, contract.SideDecode, d.probes))
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+contract.PathGenerate, d.handleGenerate)
 	mux.HandleFunc("GET "+contract.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
@@ -33,6 +33,7 @@ func (d *Decode) routesHandler() http.Handler {
 		var req abortRequest
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		if req.Rid != "" {
+			d.probes.Hit(contract.ProbeDecodeAbortEndpoint)
 			d.mu.Lock()
 			d.core.Abort(time.Now(), req.Rid)
 			d.mu.Unlock()
@@ -49,6 +50,7 @@ func (d *Decode) routesHandler() http.Handler {
 		d.mu.Unlock()
 		writeJSON(w, contract.RoomsResponse{Role: "decode", Held: held, Cleared: cleared})
 	}))
+	mux.HandleFunc("GET "+contract.PathDebugProbes, loopbackOnly(serveProbes(contract.SideDecode, d.probes)))
 	mux.Handle(contract.HooksPath, ServeHooks(d.Hooks()))
 	return mux
 }
@@ -69,6 +71,8 @@ func (d *Decode) samples() []rankSample {
 			contract.MetricRunning: float64(l.Running), contract.MetricQueue: 0,
 			contract.MetricTokenUsage:         float64(l.PagesUsed) / float64(l.PagesTotal),
 			contract.MetricBootstrapLoopAlive: 1, contract.MetricAwaitingAck: float64(l.AwaitingAck), contract.MetricSchedulerHung: hung,
+			contract.MetricPagesUsed: float64(l.Pages.Used), contract.MetricPagesFree: float64(l.Pages.Free),
+			contract.MetricPagesTotal: float64(l.Pages.Total), contract.MetricPagesOwnedTwice: float64(l.Pages.OwnedTwice),
 		}, counters: map[string]float64{
 			contract.MetricBootstrapFailed: 0, contract.MetricTransferFailed: float64(d.core.TransferFailed),
 			contract.MetricRequests: float64(d.requests.Load()), contract.MetricGenerationTokens: float64(d.tokens.Load()),
@@ -99,6 +103,7 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		rid = "decode-" + strconv.FormatUint(d.ridSeq.Add(1), 10)
 	}
 	if err := d.resolve(r.Context(), bootstrap); err != nil {
+		d.probes.Hit(contract.ProbeDecodeRouteFailed)
 		writeError(w, http.StatusBadGateway, err.Error())
 		return
 	}
@@ -129,6 +134,7 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-r.Context().Done():
+			d.probes.Hit(contract.ProbeDecodeClientGone)
 			abort()
 			return
 		case <-d.ctx.Done():

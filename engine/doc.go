@@ -10,6 +10,13 @@
 // (links, hooks, metric names, room records, /generate types, paths) lives
 // in package contract.
 //
+// Every failure-handling branch (abort, failure, timeout or backstop, late,
+// duplicate or unknown message, peer loss, restart, release) of the core and
+// of this runtime carries a code probe (contract.Probes). Each role owns one
+// core.ProbeCounts, shared with its core, and exports it as
+// pdchaos:probe_hits_total{probe=…} on /metrics and as JSON on the
+// loopback-only /debug/probes; the router serves both too.
+//
 // engine must not import faults, agents, harness, suites or Ginkgo; the
 // import test in package contract enforces it.
 package engine

@@ -225,6 +225,37 @@ func TestMetricsUseSGLangNamesAndLabels(t *testing.T) {
 	}
 }
 
+// TestDecodeExportsPageAccounting: decode exports its page accounting per
+// TP rank under the contract's names, and an idle pool adds up.
+func TestDecodeExportsPageAccounting(t *testing.T) {
+	c := testcluster.Start(t, contract.EngineConfig{TP: 2})
+	fams, err := testkit.Scrape(t.Context(), c.MetricsURLs()[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]map[string]float64{}
+	for _, n := range contract.PageGauges() {
+		f, ok := fams[n]
+		if !ok {
+			t.Fatalf("decode exports no %s", n)
+		}
+		per[n] = map[string]float64{}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == contract.LabelTPRank {
+					per[n][l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	for _, rank := range []string{"0", "1"} {
+		used, free, total := per[contract.MetricPagesUsed][rank], per[contract.MetricPagesFree][rank], per[contract.MetricPagesTotal][rank]
+		if total == 0 || used != 0 || used+free != total || per[contract.MetricPagesOwnedTwice][rank] != 0 {
+			t.Errorf("tp_rank %s: used %g free %g total %g owned twice %g", rank, used, free, total, per[contract.MetricPagesOwnedTwice][rank])
+		}
+	}
+}
+
 func TestCloseReleasesEverything(t *testing.T) {
 	testkit.NoLeaks(t)
 	c, err := engine.StartCluster(t.Context(), contract.EngineConfig{TP: 2}, nil)

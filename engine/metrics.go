@@ -23,10 +23,7 @@ type collector struct {
 
 func newCollector(model, engineType string, read func() []rankSample) *collector {
 	c := &collector{model: model, engineType: engineType, read: read, descs: map[string]*prometheus.Desc{}}
-	for _, n := range []string{contract.MetricPrefillBootstrapQueue, contract.MetricPrefillInflightQueue, contract.MetricDecodePreallocQueue,
-		contract.MetricDecodeTransferQueue, contract.MetricRunning, contract.MetricQueue, contract.MetricTokenUsage, contract.MetricBootstrapFailed,
-		contract.MetricTransferFailed, contract.MetricRequests, contract.MetricGenerationTokens, contract.MetricBootstrapLoopAlive,
-		contract.MetricMalformedControl, contract.MetricStrayChunks, contract.MetricForeignWrites, contract.MetricAwaitingAck, contract.MetricSchedulerHung} {
+	for _, n := range append(contract.EngineGauges(), contract.EngineCounters()...) {
 		c.descs[n] = prometheus.NewDesc(n, "pdchaos bundled engine: "+n, contract.MetricLabels, nil)
 	}
 	return c

@@ -52,6 +52,7 @@ type Prefill struct {
 
 	requests atomic.Int64
 	ridSeq   atomic.Uint64
+	probes   *core.ProbeCounts
 }
 
 // PrefillAddrs are the addresses a prefill role listens on; empty means
@@ -76,12 +77,14 @@ func startPrefill(ctx context.Context, cfg contract.EngineConfig, addrs PrefillA
 		log = slog.New(slog.DiscardHandler)
 	}
 	hist := core.NewHistory(2000)
-	p := &Prefill{cfg: cfg, log: log.With("role", "prefill"), links: links, hist: hist,
+	probes := &core.ProbeCounts{}
+	p := &Prefill{cfg: cfg, log: log.With("role", "prefill"), links: links, hist: hist, probes: probes,
 		core: core.NewPrefill(core.PrefillConfig{Ranks: cfg.TP, Workers: cfg.TransferWorkers, PageSize: cfg.PageSize,
-			ChunkPages: cfg.ChunkPages, BootstrapTimeout: cfg.BootstrapTimeout, InflightTimeout: cfg.InflightTimeout, Regressions: reg, Wire: cfg.Wire}, hist),
+			ChunkPages: cfg.ChunkPages, BootstrapTimeout: cfg.BootstrapTimeout, InflightTimeout: cfg.InflightTimeout, Regressions: reg, Wire: cfg.Wire,
+			Probes: probes}, hist),
 		waiters: map[string]chan error{}, wake: make(chan struct{}, 1)}
 	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	p.notify = newPushPool(p.ctx, links, nil)
+	p.notify = newPushPool(p.ctx, links, nil, probes, contract.SidePrefill)
 	ok := false
 	defer func() {
 		if !ok {
@@ -340,6 +343,7 @@ func (p *Prefill) workerLoop(rank, w int) {
 func (p *Prefill) sendChunk(conns map[string]*kvConn, c *core.Chunk) error {
 	kc, err := p.kvConn(conns, c.KVAddr)
 	if err != nil {
+		p.probes.Hit(contract.ProbePrefillKVDialFailed)
 		return err
 	}
 	msgs := []kvMsg{{agent: c.Agent, kind: kvChunk, room: c.Room, id: uint32(c.ID), last: c.Last, rank: uint16(c.Rank), first: uint32(c.First), pages: c.Pages, payload: c.Payload}}
@@ -349,15 +353,18 @@ func (p *Prefill) sendChunk(conns map[string]*kvConn, c *core.Chunk) error {
 	for _, m := range msgs {
 		_ = kc.conn.SetDeadline(time.Now().Add(5 * time.Second))
 		if err := writeKV(kc.w, m); err != nil {
+			p.probes.Hit(contract.ProbePrefillKVWriteFailed)
 			p.dropKV(conns, c.KVAddr)
 			return fmt.Errorf("write kv chunk: %w", err)
 		}
 		reply, err := kc.r.ReadByte()
 		if err != nil {
+			p.probes.Hit(contract.ProbePrefillKVReadFailed)
 			p.dropKV(conns, c.KVAddr)
 			return fmt.Errorf("read kv reply: %w", err)
 		}
 		if reply == kvInactive {
+			p.probes.Hit(contract.ProbePrefillChunkRefused)
 			return errInactive
 		}
 	}
@@ -431,14 +438,22 @@ func (p *Prefill) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	select {
 	case err = <-done:
 	case <-r.Context().Done():
+		p.probes.Hit(contract.ProbePrefillClientGone)
 		p.mu.Lock()
-		p.core.Abort(time.Now(), rid)
+		if !p.core.Abort(time.Now(), rid) {
+			p.core.ClientGone(time.Now(), room, rid)
+		}
 		p.mu.Unlock()
 		p.kick(p.wake)
 		return
 	case <-p.ctx.Done():
 		writeError(w, http.StatusServiceUnavailable, "prefill shutting down")
 		return
+	}
+	if r.Context().Err() != nil {
+		p.mu.Lock()
+		p.core.ClientGone(time.Now(), room, rid) // the cancel came as the room ended
+		p.mu.Unlock()
 	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("prefill room %d: %v", room, err))

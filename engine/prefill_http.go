@@ -28,7 +28,7 @@ func (p *Prefill) Hooks() contract.Hooks {
 
 func (p *Prefill) routes() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(p.cfg.Model, "prefill", p.samples))
+	reg.MustRegister(newCollector(p.cfg.Model, "prefill", p.samples), newProbeCollector(p.cfg.Model, contract.SidePrefill, p.probes))
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+contract.PathGenerate, p.handleGenerate)
 	mux.HandleFunc("GET "+contract.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
@@ -44,6 +44,7 @@ func (p *Prefill) routes() http.Handler {
 		p.mu.Unlock()
 		writeJSON(w, contract.RoomsResponse{Role: "prefill", Held: held, Cleared: cleared})
 	}))
+	mux.HandleFunc("GET "+contract.PathDebugProbes, loopbackOnly(serveProbes(contract.SidePrefill, p.probes)))
 	mux.Handle(contract.HooksPath, ServeHooks(p.Hooks()))
 	return mux
 }
@@ -83,6 +84,7 @@ func (p *Prefill) handleAbort(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewDecoder(r.Body).Decode(&req)
 	// SGLang answers 200 whatever matched; an empty rid matches nothing.
 	if req.Rid != "" {
+		p.probes.Hit(contract.ProbePrefillAbortEndpoint)
 		p.mu.Lock()
 		p.core.Abort(timeNow(), req.Rid)
 		p.mu.Unlock()
@@ -105,6 +107,7 @@ func (p *Prefill) bootstrapRoutes() http.Handler {
 			return
 		}
 		if rank < 0 || rank >= len(p.pulls) {
+			p.probes.Hit(contract.ProbePrefillRouteUnknownRank)
 			writeError(w, http.StatusNotFound, "no such prefill rank "+strconv.Itoa(rank))
 			return
 		}

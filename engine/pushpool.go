@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/engine/core"
 	"github.com/pdchaos/pdchaos/zmtp"
 )
 
@@ -24,6 +26,19 @@ type pushPool struct {
 	wg      sync.WaitGroup
 	dropped atomic.Int64
 	sent    atomic.Int64
+	// probes counts lost messages; side says whose (prefill's notices or
+	// decode's control messages).
+	probes *core.ProbeCounts
+	side   string
+}
+
+// hit counts a lost message under the probe of the pool's side.
+func (p *pushPool) hit(onPrefill, onDecode contract.ProbeID) {
+	if p.side == contract.SidePrefill {
+		p.probes.Hit(onPrefill)
+	} else {
+		p.probes.Hit(onDecode)
+	}
 }
 
 type pushPeer struct {
@@ -33,8 +48,8 @@ type pushPeer struct {
 
 const pushQueueLen = 8192
 
-func newPushPool(ctx context.Context, links *linkTable, hello func(addr string) [][]byte) *pushPool {
-	return &pushPool{ctx: ctx, links: links, hello: hello, peers: map[string]*pushPeer{}}
+func newPushPool(ctx context.Context, links *linkTable, hello func(addr string) [][]byte, probes *core.ProbeCounts, side string) *pushPool {
+	return &pushPool{ctx: ctx, links: links, hello: hello, peers: map[string]*pushPeer{}, probes: probes, side: side}
 }
 
 // send queues msg for addr; it never blocks.
@@ -55,6 +70,7 @@ func (p *pushPool) send(addr string, msg [][]byte) {
 	select {
 	case peer.q <- msg:
 	default:
+		p.hit(contract.ProbePrefillNoticeQueueFull, contract.ProbeDecodeControlQueueFull)
 		p.dropped.Add(1)
 	}
 }
@@ -83,11 +99,13 @@ func (p *pushPool) run(peer *pushPeer) {
 			var err error
 			conn, gen, err = p.connect(peer.addr)
 			if err != nil {
+				p.hit(contract.ProbePrefillNoticeConnectFailed, contract.ProbeDecodeControlConnectFailed)
 				p.dropped.Add(1)
 				continue
 			}
 		}
 		if err := conn.Send(p.ctx, msg); err != nil {
+			p.hit(contract.ProbePrefillNoticeSendFailed, contract.ProbeDecodeControlSendFailed)
 			p.dropped.Add(1)
 			_ = conn.Close()
 			conn = nil

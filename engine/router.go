@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/engine/core"
 	"github.com/pdchaos/pdchaos/sse"
 )
 
@@ -52,6 +53,8 @@ type Router struct {
 
 	mu  sync.Mutex
 	rng *rand.Rand
+
+	probes *core.ProbeCounts
 }
 
 // StartRouter starts a router.
@@ -72,7 +75,8 @@ func startRouter(ctx context.Context, cfg contract.EngineConfig, rc RouterConfig
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	rt := &Router{cfg: cfg, rc: rc, log: log.With("role", "router"), rng: rand.New(rand.NewPCG(cfg.Seed, 0x726f75746572))}
+	rt := &Router{cfg: cfg, rc: rc, log: log.With("role", "router"), rng: rand.New(rand.NewPCG(cfg.Seed, 0x726f75746572)),
+		probes: &core.ProbeCounts{}}
 	rt.ctx, rt.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	rt.tr = &http.Transport{DialContext: links.dial, MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second}
 	rt.client = &http.Client{Transport: rt.tr}
@@ -89,6 +93,8 @@ func startRouter(ctx context.Context, cfg contract.EngineConfig, rc RouterConfig
 	mux.HandleFunc("GET "+contract.PathModels, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"object": "list", "data": []map[string]any{{"id": cfg.Model, "object": "model", "owned_by": "pdchaos"}}})
 	})
+	mux.Handle("GET "+contract.PathMetrics, probeMetrics(cfg.Model, contract.SideRouter, rt.probes))
+	mux.HandleFunc("GET "+contract.PathDebugProbes, loopbackOnly(serveProbes(contract.SideRouter, rt.probes)))
 	rt.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	rt.wg.Add(1)
 	go func() { defer rt.wg.Done(); _ = rt.srv.Serve(rt.ln) }()
@@ -138,8 +144,12 @@ func (rt *Router) dispatch(r *http.Request, req contract.GenerateRequest) (*http
 		defer cancelPrefill()
 		resp, err := rt.post(pctx, rt.rc.PrefillHTTP, pb)
 		if err != nil {
+			rt.probes.Hit(contract.ProbeRouterPrefillFailed)
 			rt.log.Debug("prefill request failed", "err", err)
 			return
+		}
+		if resp.StatusCode != http.StatusOK {
+			rt.probes.Hit(contract.ProbeRouterPrefillFailed)
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
@@ -151,6 +161,7 @@ func (rt *Router) dispatch(r *http.Request, req contract.GenerateRequest) (*http
 			select {
 			case <-answered:
 			default:
+				rt.probes.Hit(contract.ProbeRouterClientLeftEarly)
 				cancelPrefill() // the client left before its answer
 			}
 		case <-pctx.Done():
@@ -158,12 +169,18 @@ func (rt *Router) dispatch(r *http.Request, req contract.GenerateRequest) (*http
 	}()
 	done := func() {
 		if r.Context().Err() != nil {
+			if pctx.Err() == nil {
+				// The prefill request is still running (not only a client
+				// that hung up after reading its whole answer).
+				rt.probes.Hit(contract.ProbeRouterClientLeftMidAnswer)
+			}
 			cancelPrefill() // the client left before its answer was complete
 		}
 		close(answered)
 	}
 	resp, err := rt.post(r.Context(), rt.rc.DecodeHTTP, db)
 	if err != nil {
+		rt.probes.Hit(contract.ProbeRouterDecodeFailed)
 		return nil, done, err
 	}
 	return resp, done, nil

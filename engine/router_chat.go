@@ -78,6 +78,7 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 	defer resp.Body.Close()
 	w.Header().Set(contract.RoomHeader, strconv.FormatUint(room, 10))
 	if resp.StatusCode != http.StatusOK {
+		rt.probes.Hit(contract.ProbeRouterDecodeErrorStatus)
 		var eb contract.ErrorBody
 		if json.NewDecoder(resp.Body).Decode(&eb) != nil || eb.Error.Message == "" {
 			eb.Error.Message = "decode answered " + resp.Status
@@ -112,9 +113,11 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 			Error *contract.ErrorDetail `json:"error"`
 		}
 		if json.Unmarshal(data, &ev) != nil {
+			rt.probes.Hit(contract.ProbeRouterBadEvent)
 			return true
 		}
 		if ev.Error != nil {
+			rt.probes.Hit(contract.ProbeRouterUpstreamError)
 			upstreamErr = ev.Error
 			return false
 		}
@@ -130,6 +133,7 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		return true
 	})
 	if upstreamErr == nil && !finished {
+		rt.probes.Hit(contract.ProbeRouterStreamEndedEarly)
 		msg := "decode stream ended early"
 		if err != nil {
 			msg += ": " + err.Error()

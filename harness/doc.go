@@ -10,7 +10,9 @@
 // The root package keeps what a run is: the scenario file (scenario.go,
 // faultspec.go), run orchestration (run.go, finish.go), the verdict rule
 // over a recorded log (judge.go, JudgeLog, also used to re-judge stored
-// runs) and result.json (result.go).
+// runs), result.json (result.go) and the repro line and versions
+// (repro.go). repro.yaml is written when a run starts and completed when it
+// ends; report.html and junit.xml are rendered by reports/ at the end.
 //
 // harness composes engine, faults, agents and its subpackages. It must not
 // import suites/ or Ginkgo: suites import harness, never the other way

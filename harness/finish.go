@@ -21,6 +21,7 @@ import (
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/harness/check"
 	"github.com/pdchaos/pdchaos/harness/target"
+	"github.com/pdchaos/pdchaos/reports"
 )
 
 // drainAndProbe waits (polling, bounded by the drain deadline) until every
@@ -220,6 +221,7 @@ func (r *runner) finish(ctx context.Context, res *Result, herr error) {
 	}
 	v := check.NewView(evs)
 	res.Faults, res.Wedges, res.Drain = v.Faults, v.Wedges, v.Drain
+	res.Probes = v.ProbeHits()
 	if r.swarm != nil {
 		res.Agents = r.swarm.Stats()
 	}
@@ -239,11 +241,39 @@ func (r *runner) finish(ctx context.Context, res *Result, herr error) {
 	if err := r.log.Close(); err != nil && res.HarnessError == "" {
 		res.HarnessError = err.Error()
 	}
+	if err := r.writeRepro(res, true); err != nil && res.HarnessError == "" {
+		res.HarnessError = err.Error()
+	}
+	if !r.o.NoReport {
+		if err := reports.RenderDir(r.dir); err != nil {
+			res.ReportError = err.Error()
+		}
+	}
+}
+
+// writeRepro writes repro.yaml: the resolved scenario with the run's seed,
+// under a header naming the repro command, the target flags (ArgsLine) and
+// whether the run had finished. It is written when the run starts and
+// again when it ends.
+func (r *runner) writeRepro(res *Result, done bool) error {
 	sc := *r.sc
 	sc.Seed = r.seed
-	if b, err := sc.YAML(); err == nil {
-		hdr := fmt.Sprintf("# pdchaos repro: scenario %s, seed %d, target %s, regressions %v\n# %s\n",
-			sc.Name, r.seed, r.src.Kind(), sc.Engine.Regressions, res.Repro)
-		_ = os.WriteFile(filepath.Join(r.dir, "repro.yaml"), append([]byte(hdr), b...), 0o644)
+	b, err := sc.YAML()
+	if err != nil {
+		return fmt.Errorf("encode repro.yaml: %w", err)
 	}
+	status := "running (written at start; a run killed now left no verdict)"
+	if done {
+		status = "finished, verdict " + string(res.Verdict)
+		if res.Verdict == "" {
+			status = "finished with a harness error"
+		}
+	}
+	args, _ := json.Marshal(res.Args)
+	hdr := fmt.Sprintf("# pdchaos repro: scenario %s, seed %d, target %s, regressions %v\n# status: %s\n%s%s\n# %s\n",
+		sc.Name, r.seed, r.src.Kind(), sc.Engine.Regressions, status, reports.ArgsLine, args, res.Repro)
+	if err := os.WriteFile(filepath.Join(r.dir, "repro.yaml"), append([]byte(hdr), b...), 0o644); err != nil {
+		return fmt.Errorf("write repro.yaml: %w", err)
+	}
+	return nil
 }

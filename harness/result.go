@@ -13,6 +13,7 @@ import (
 
 	"github.com/pdchaos/pdchaos/agents"
 	"github.com/pdchaos/pdchaos/agents/outcome"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults/schedule"
 	"github.com/pdchaos/pdchaos/harness/check"
 	"github.com/pdchaos/pdchaos/harness/target"
@@ -28,15 +29,20 @@ const (
 
 // Result is result.json: the verdict first, then what it rests on.
 type Result struct {
-	Verdict      check.Status      `json:"verdict"`
-	ExitCode     int               `json:"exit_code"`
-	FirstFailure string            `json:"first_failure,omitempty"`
-	Scenario     string            `json:"scenario"`
-	Seed         uint64            `json:"seed"`
-	Target       string            `json:"target"`
-	Regressions  []string          `json:"regressions,omitempty"`
-	RunDir       string            `json:"run_dir"`
-	Repro        string            `json:"repro"`
+	Verdict      check.Status `json:"verdict"`
+	ExitCode     int          `json:"exit_code"`
+	FirstFailure string       `json:"first_failure,omitempty"`
+	Scenario     string       `json:"scenario"`
+	Seed         uint64       `json:"seed"`
+	Target       string       `json:"target"`
+	Regressions  []string     `json:"regressions,omitempty"`
+	RunDir       string       `json:"run_dir"`
+	Repro        string       `json:"repro"`
+	// Args are the target flags the run was given (see RunOptions.TargetArgs).
+	Args []string `json:"args,omitempty"`
+	// Versions name what ran: pdchaos's module version and VCS revision,
+	// and the Go toolchain.
+	Versions     map[string]string `json:"versions,omitempty"`
 	Started      time.Time         `json:"started"`
 	Duration     time.Duration     `json:"duration"`
 	Interrupted  bool              `json:"interrupted,omitempty"`
@@ -47,11 +53,30 @@ type Result struct {
 	Wedges       []check.Wedge     `json:"wedges,omitempty"`
 	Drain        *check.Drain      `json:"drain,omitempty"`
 	Agents       agents.Stats      `json:"agents"`
-
+	// Probes are the engine's code probe hits at the end of the run, every
+	// role's summed, by probe name (zero ones too; `pdchaos probes` lists
+	// them); empty when no role serves /debug/probes.
+	Probes map[string]int64 `json:"probes,omitempty"`
+	// ReportError says why report.html or junit.xml could not be written
+	// (the verdict stands; `pdchaos report RUN_DIR` renders them again).
+	ReportError string `json:"report_error,omitempty"`
 	// Health is the target's health when the run began, with the endpoint
 	// used per role (router /readiness or /health, engine /health_generate
 	// or /health).
 	Health target.HealthReport `json:"health,omitempty"`
+}
+
+// UnhitProbes lists, in table order, the code probes that no run of
+// results hit: what the gate fails on (less the probes it lists as
+// unreachable today).
+func UnhitProbes(results ...*Result) []contract.Probe {
+	runs := make([]map[string]int64, 0, len(results))
+	for _, r := range results {
+		if r != nil {
+			runs = append(runs, r.Probes)
+		}
+	}
+	return contract.UnhitProbes(runs...)
 }
 
 // PhaseStats are client figures for one phase of the run (etcd's
@@ -203,6 +228,12 @@ func (r *Result) PrintTable(w io.Writer) {
 	fmt.Fprintf(w, "verdict: %s (exit %d)\n", verdict, r.ExitCode)
 	if r.RunDir != "" {
 		fmt.Fprintf(w, "results: %s\n", r.RunDir)
+	}
+	if r.RunDir != "" && r.ReportError == "" {
+		fmt.Fprintf(w, "report:  %s\n", filepath.Join(r.RunDir, "report.html"))
+	}
+	if r.ReportError != "" {
+		fmt.Fprintf(w, "report error: %s\n", r.ReportError)
 	}
 	if r.Repro != "" {
 		fmt.Fprintf(w, "repro:   %s\n", r.Repro)

@@ -52,6 +52,12 @@ type RunOptions struct {
 	Progress func(Progress)
 	// OnWedge, if set, is called the moment the watchdog flags a wedge.
 	OnWedge func(check.Wedge)
+	// TargetArgs are the command-line flags that chose and described the
+	// target (--target, --router, --metrics, …), recorded in the repro
+	// line and in repro.yaml so a replay reaches the same target.
+	TargetArgs []string
+	// NoReport skips report.html and junit.xml (tests that only judge).
+	NoReport bool
 }
 
 // Progress is the live status of a run.
@@ -121,8 +127,12 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 		r.ignore = goleak.IgnoreCurrent()
 	}
 	res = &Result{Scenario: sc.Name, Seed: seed, Target: src.Kind(), RunDir: dir, Started: started,
-		Regressions: sc.Engine.Regressions,
-		Repro:       fmt.Sprintf("pdchaos run %s --seed %d --target %s", filepath.Join(dir, "repro.yaml"), seed, src.Kind())}
+		Regressions: sc.Engine.Regressions, Versions: Versions(ctx), Args: targetArgs(o.TargetArgs, src.Kind()),
+		Repro: ReproLine(filepath.Join(dir, "repro.yaml"), seed, targetArgs(o.TargetArgs, src.Kind()))}
+	// repro.yaml first, so a run killed at any point can still be replayed.
+	if err := r.writeRepro(res, false); err != nil {
+		return nil, fmt.Errorf("run %s: %w", sc.Name, err)
+	}
 	if r.log, err = record.NewEventLog(filepath.Join(dir, "events.jsonl"), started); err != nil {
 		return nil, fmt.Errorf("run %s: %w", sc.Name, err)
 	}
@@ -231,8 +241,10 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 		return fmt.Errorf("reset target before the run: %w", err)
 	}
 	checks := sc.Checks.withDefaults()
+	deadlines, margin := roomDeadlines(r.src.Kind(), sc.Engine)
 	r.rec = &record.Recorder{Target: t, Log: r.log, Interval: checks.ScrapeInterval,
-		Watchdog: &record.Watchdog{Window: checks.WedgeWindow}, OnWedge: r.o.OnWedge}
+		Watchdog: &record.Watchdog{Window: checks.WedgeWindow, Deadlines: deadlines, Margin: margin, BaseWall: r.base},
+		OnWedge:  r.o.OnWedge}
 	defer r.rec.Close()
 	var answers agents.CheckFunc
 	if !r.o.NoAnswerCheck {
@@ -247,6 +259,7 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 
 	recCtx, stopRec := context.WithCancel(ctx)
 	defer stopRec()
+	r.rec.Once(ctx) // the baseline slots-released compares with: before any load
 	bg, bgCtx := errgroup.WithContext(recCtx)
 	bg.Go(func() error { return r.rec.Run(bgCtx) })
 	if r.o.Progress != nil {
@@ -266,6 +279,7 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 	_ = bg.Wait()
 	r.rec.Once(context.WithoutCancel(ctx))
 	r.rec.FinalRooms(context.WithoutCancel(ctx))
+	r.rec.FinalProbes(context.WithoutCancel(ctx), append(append([]string{}, t.EngineURLs()...), t.Endpoint()))
 	if err := closeNet(); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,7 +83,7 @@ func TestRunAbortStormPasses(t *testing.T) {
 			t.Errorf("%s: evidence %s is 0 (%v)", check, key, c.Evidence)
 		}
 	}
-	for _, f := range []string{"result.json", "events.jsonl", "repro.yaml"} {
+	for _, f := range []string{"result.json", "events.jsonl", "repro.yaml", "report.html", "junit.xml"} {
 		if _, err := os.Stat(filepath.Join(res.RunDir, f)); err != nil {
 			t.Error(err)
 		}
@@ -98,6 +99,29 @@ func TestRunAbortStormPasses(t *testing.T) {
 	}
 	if _, v := JudgeLog(evs, res.scenarioChecks(t)); v != check.Pass {
 		t.Fatalf("offline verdict %s", v)
+	}
+	// Every role's code probes are recorded at the end: an event per role,
+	// and in result.json every probe with its hits; an abort storm aborts.
+	if v := check.NewView(evs); len(v.CodeProbes) != 3 {
+		t.Errorf("code-probes events from %d roles, want prefill, decode and router: %v", len(v.CodeProbes), v.CodeProbes)
+	}
+	if len(back.Probes) != contract.NumProbes || back.Probes["decode/abort"] == 0 {
+		t.Errorf("result.json probes: %d of %d, decode/abort %d", len(back.Probes), contract.NumProbes, back.Probes["decode/abort"])
+	}
+	if unhit := UnhitProbes(back); len(unhit) == 0 || len(unhit) == contract.NumProbes {
+		t.Errorf("one abort storm leaves %d of %d probes unhit", len(unhit), contract.NumProbes)
+	}
+}
+
+// TestUnhitProbes: a probe is hit when any run hit it; nil results and runs
+// without probes count for nothing.
+func TestUnhitProbes(t *testing.T) {
+	all := contract.Probes()
+	a := &Result{Probes: map[string]int64{all[0].Name: 1, all[1].Name: 0}}
+	b := &Result{Probes: map[string]int64{all[1].Name: 4}}
+	got := UnhitProbes(a, nil, b, &Result{})
+	if len(got) != len(all)-2 || got[0].Name != all[2].Name {
+		t.Errorf("UnhitProbes left %d (first %s), want all but the first two", len(got), got[0].Name)
 	}
 }
 
@@ -177,9 +201,14 @@ func TestRunInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var cancelled time.Time
-	res, err := Run(ctx, RunOptions{Scenario: sc, Seed: 3, ResultsDir: t.TempDir(), Source: src,
+	results := t.TempDir()
+	var midRun []byte // repro.yaml as it was before the run ended
+	res, err := Run(ctx, RunOptions{Scenario: sc, Seed: 3, ResultsDir: results, Source: src,
 		Progress: func(p Progress) {
 			if p.Faults > 0 && cancelled.IsZero() {
+				if m, _ := filepath.Glob(filepath.Join(results, "*", "repro.yaml")); len(m) == 1 {
+					midRun, _ = os.ReadFile(m[0])
+				}
 				cancelled = time.Now()
 				cancel()
 			}
@@ -198,6 +227,14 @@ func TestRunInterrupted(t *testing.T) {
 	}
 	if _, err := ReadResult(res.RunDir); err != nil {
 		t.Fatal(err)
+	}
+	// repro.yaml is written when the run starts (a killed run keeps it) and
+	// completed at the end.
+	if !strings.Contains(string(midRun), "# status: running") || !strings.Contains(string(midRun), "seed: 3") {
+		t.Fatalf("repro.yaml during the run:\n%s", midRun)
+	}
+	if b, err := os.ReadFile(filepath.Join(res.RunDir, "repro.yaml")); err != nil || !strings.Contains(string(b), "# status: finished") {
+		t.Fatalf("repro.yaml after the run (%v):\n%s", err, b)
 	}
 	states, err := src.c.Prefill.Hooks().State(context.Background())
 	if err != nil {

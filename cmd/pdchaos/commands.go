@@ -7,11 +7,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/spf13/pflag"
 
 	"github.com/spf13/cobra"
 
@@ -24,40 +21,12 @@ import (
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
-// addCommands registers the harness commands (run, repro, check, soak,
-// watch, faults reset and faults list).
+// addCommands registers the harness commands (run, repro, check, report,
+// bundle, soak, watch, doctor, faults reset, faults list and probes).
 func addCommands(root *cobra.Command) {
-	root.AddCommand(newRunCmd(), newReproCmd(), newCheckCmd(), newSoakCmd(), newWatchCmd(), newFaultsCmd())
+	root.AddCommand(newRunCmd(), newReproCmd(), newCheckCmd(), newReportCmd(), newBundleCmd(), newSoakCmd(), newWatchCmd(),
+		newFaultsCmd(), newProbesCmd())
 	root.AddCommand(newDoctorCmd())
-}
-
-// newReproCmd replays a run from its bundle: the resolved scenario with its
-// seed and regressions, on the same kind of target.
-func newReproCmd() *cobra.Command {
-	run := newRunCmd()
-	run.SilenceUsage, run.SilenceErrors = true, true
-	cmd := &cobra.Command{
-		Use:   "repro RUN_DIR|repro.yaml",
-		Short: "Replay a run from its repro.yaml (same scenario, seed and regressions) and give the verdict again",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			path := args[0]
-			if st, err := os.Stat(path); err == nil && st.IsDir() {
-				path = filepath.Join(path, "repro.yaml")
-			}
-			if _, err := os.Stat(path); err != nil {
-				return &exitError{exitHarness, fmt.Errorf("repro: %w", err)}
-			}
-			rest := []string{path}
-			cmd.Flags().Visit(func(f *pflag.Flag) { rest = append(rest, "--"+f.Name+"="+f.Value.String()) })
-			run.SetArgs(rest)
-			run.SetOut(cmd.OutOrStdout())
-			run.SetErr(cmd.ErrOrStderr())
-			return run.ExecuteContext(cmd.Context())
-		},
-	}
-	cmd.Flags().AddFlagSet(run.Flags())
-	return cmd
 }
 
 // targetFlags choose and describe the target of run and soak.
@@ -85,6 +54,48 @@ func (f *targetFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow non-loopback target addresses")
 	fl.BoolVar(&f.checkAnswer, "check-answers", false, "external: check answers against pdchaos's fake model")
 	fl.StringVar(&f.results, "results", "runs", "directory for run directories")
+}
+
+// args are the target flags as given, in one canonical form, for the repro
+// line and repro.yaml: every flag that chose or described the target.
+func (f *targetFlags) args() []string {
+	var out []string
+	if f.kind != "" {
+		out = append(out, "--target="+f.kind)
+	}
+	if f.router != "" {
+		out = append(out, "--router="+f.router)
+	}
+	for _, m := range f.metrics {
+		out = append(out, "--metrics="+m)
+	}
+	for _, e := range f.engines {
+		out = append(out, "--engine-url="+e)
+	}
+	for _, p := range f.procs {
+		out = append(out, "--proc="+p)
+	}
+	for _, b := range []struct {
+		on   bool
+		name string
+	}{{f.debugHooks, "--debug-hooks"}, {f.allowRemote, "--allow-remote"}, {f.checkAnswer, "--check-answers"}} {
+		if b.on {
+			out = append(out, b.name)
+		}
+	}
+	return out
+}
+
+// parseTargetArgs reads recorded target flags (from repro.yaml or a
+// bundle) back into targetFlags.
+func parseTargetArgs(args []string) (targetFlags, error) {
+	var tf targetFlags
+	cmd := &cobra.Command{}
+	tf.register(cmd)
+	if err := cmd.Flags().Parse(args); err != nil {
+		return tf, fmt.Errorf("recorded target flags %q: %w", args, err)
+	}
+	return tf, nil
 }
 
 // source builds the target source for a scenario.
@@ -202,7 +213,7 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{exitHarness, err}
 			}
-			res, err := runOne(cmd.Context(), cmd.OutOrStdout(), sc, seed, src, noCheck, tf.results)
+			res, err := runOne(cmd.Context(), cmd.OutOrStdout(), sc, seed, src, noCheck, tf.results, tf.args())
 			if err != nil {
 				return &exitError{exitHarness, err}
 			}
@@ -220,11 +231,11 @@ func newRunCmd() *cobra.Command {
 
 // runOne runs a scenario with a live status line and prints the verdict table.
 func runOne(ctx context.Context, out io.Writer, sc *harness.Scenario, seed uint64, src target.Source,
-	noCheck bool, results string) (*harness.Result, error) {
+	noCheck bool, results string, targetArgs []string) (*harness.Result, error) {
 	st := newStatusLine(out)
 	defer st.done()
 	res, err := harness.Run(ctx, harness.RunOptions{Scenario: sc, Seed: seed, Source: src, ResultsDir: results,
-		NoAnswerCheck: noCheck,
+		NoAnswerCheck: noCheck, TargetArgs: targetArgs,
 		Progress: func(p harness.Progress) {
 			st.set(fmt.Sprintf("%s seed %d  %-8s %5.1fs  req %d ok %d cancel %d err %d hung %d  faults %d  busy %g  wedges %d",
 				p.Scenario, p.Seed, p.Phase, p.Elapsed.Seconds(), p.Agents.Started, p.Agents.Completed,

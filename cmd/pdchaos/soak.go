@@ -13,27 +13,9 @@ import (
 
 	"github.com/pdchaos/pdchaos/harness"
 	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/reports"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
-
-// soakRun is one run of a soak, as soak.json lists it.
-type soakRun struct {
-	Scenario string        `json:"scenario"`
-	Seed     uint64        `json:"seed"`
-	Verdict  check.Status  `json:"verdict"`
-	First    string        `json:"first_failure,omitempty"`
-	Error    string        `json:"error,omitempty"`
-	Dir      string        `json:"dir,omitempty"`
-	Duration time.Duration `json:"duration"`
-}
-
-// soakSummary is soak.json.
-type soakSummary struct {
-	Verdict  check.Status  `json:"verdict"`
-	Started  time.Time     `json:"started"`
-	Duration time.Duration `json:"duration"`
-	Runs     []soakRun     `json:"runs"`
-}
 
 func newSoakCmd() *cobra.Command {
 	var tf targetFlags
@@ -78,7 +60,7 @@ func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf target
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return &exitError{exitHarness, fmt.Errorf("soak: create %s: %w", dir, err)}
 	}
-	sum := soakSummary{Started: start, Verdict: check.Pass}
+	sum := reports.Soak{Started: start, Verdict: check.Pass}
 	fmt.Fprintf(out, "soak: %d scenarios for %v; failing runs kept under %s\n", len(scs), d, tf.results)
 	for i := 0; ctx.Err() == nil; i++ {
 		sc := scs[i%len(scs)]
@@ -95,15 +77,15 @@ func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf target
 		bound := sc.Duration + c.DrainDeadline + c.ProbeDeadline + 90*time.Second
 		rctx, cancel := context.WithTimeout(ctx, bound) // a wedged target cannot stall the soak
 		fmt.Fprintf(out, "[%d] %s seed %d\n", i+1, sc.Name, seed)
-		res, err := runOne(rctx, out, sc, seed, src, noCheck, tf.results)
+		r := reports.SoakRun{Scenario: sc.Name, Seed: seed, Start: time.Since(start)}
+		res, err := runOne(rctx, out, sc, seed, src, noCheck, tf.results, tf.args())
 		cancel()
-		r := soakRun{Scenario: sc.Name, Seed: seed}
 		switch {
 		case err != nil:
 			r.Verdict, r.Error = "error", err.Error()
 			fmt.Fprintf(out, "[%d] harness error: %v\n", i+1, err)
 		default:
-			r.Verdict, r.First, r.Dir, r.Duration = res.Verdict, res.FirstFailure, res.RunDir, res.Duration
+			r.Verdict, r.First, r.Dir, r.Duration, r.Checks = res.Verdict, res.FirstFailure, res.RunDir, res.Duration, res.Checks
 			if res.HarnessError != "" {
 				r.Verdict, r.Error = "error", res.HarnessError
 			}
@@ -122,9 +104,12 @@ func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf target
 	}
 	sum.Duration = time.Since(start)
 	b, _ := json.MarshalIndent(sum, "", "  ")
-	report := filepath.Join(dir, "soak.json")
+	report := filepath.Join(dir, reports.SoakFile)
 	if err := os.WriteFile(report, b, 0o644); err != nil {
 		return &exitError{exitHarness, fmt.Errorf("soak: write %s: %w", report, err)}
+	}
+	if err := reports.WriteSoak(dir, &sum); err != nil {
+		fmt.Fprintf(out, "soak: %v\n", err)
 	}
 	counts := map[check.Status]int{}
 	for _, r := range sum.Runs {
@@ -135,7 +120,7 @@ func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf target
 	}
 	fmt.Fprintf(out, "soak verdict: %s — %d runs (%d pass, %d fail, %d inconclusive, %d error) in %v\nreport: %s\n",
 		sum.Verdict, len(sum.Runs), counts[check.Pass], counts[check.Fail], counts[check.Inconclusive], counts["error"],
-		sum.Duration.Round(time.Second), report)
+		sum.Duration.Round(time.Second), filepath.Join(dir, reports.IndexFile))
 	if ctx.Err() != nil {
 		fmt.Fprintln(out, "soak interrupted")
 	}

@@ -41,6 +41,9 @@ type DecodeConfig struct {
 	// Wire is the control-message dialect; empty (or unknown) is NIXL.
 	// Prefill must speak the same one.
 	Wire contract.Wire
+	// Probes receives the code probes' hits; nil: the side counts into
+	// its own (Decode.Probes).
+	Probes *ProbeCounts
 }
 
 func (c *DecodeConfig) defaults() {
@@ -138,6 +141,7 @@ type Decode struct {
 	out      []DecodeOut
 	hung     bool
 	wire     Dialect
+	probes   *ProbeCounts
 
 	// TransferFailed counts requests whose transfer failed or timed out.
 	TransferFailed int64
@@ -153,11 +157,16 @@ type Decode struct {
 // NewDecode returns an empty decode side.
 func NewDecode(cfg DecodeConfig, hist *History) *Decode {
 	cfg.defaults()
-	d := &Decode{cfg: cfg, byRid: map[string]*DecodeReq{}, byRoom: map[uint64]*DecodeReq{}, awaiting: map[uint64]*awaitingAck{}, hist: hist, wire: dialectOf(cfg.Wire)}
+	if cfg.Probes == nil {
+		cfg.Probes = &ProbeCounts{}
+	}
+	d := &Decode{cfg: cfg, byRid: map[string]*DecodeReq{}, byRoom: map[uint64]*DecodeReq{}, awaiting: map[uint64]*awaitingAck{}, hist: hist, wire: dialectOf(cfg.Wire), probes: cfg.Probes}
 	per := model.KVBytesPerToken / cfg.Ranks
 	for r := range cfg.Ranks {
+		st := NewStatusTable("decode", r, cfg.Regressions, hist)
+		st.probes = cfg.Probes
 		d.ranks = append(d.ranks, &decodeRank{
-			status: NewStatusTable("decode", r, cfg.Regressions, hist),
+			status: st,
 			pool:   NewPagePool(cfg.Pages, cfg.PageSize*per),
 		})
 	}
@@ -167,17 +176,23 @@ func NewDecode(cfg DecodeConfig, hist *History) *Decode {
 // Config returns the effective configuration.
 func (d *Decode) Config() DecodeConfig { return d.cfg }
 
+// Probes returns the counters the side's code probes count into.
+func (d *Decode) Probes() *ProbeCounts { return d.probes }
+
 // Add creates the request's receivers (already initialised: the runtime has
 // resolved and registered with the prefill rank) and queues it for
 // preallocation.
 func (d *Decode) Add(now time.Time, rid string, room uint64, bootstrap string, tokens []model.Token, maxNew int) error {
 	if _, ok := d.byRid[rid]; ok {
+		d.probes.Hit(contract.ProbeDecodeAddDuplicateRid)
 		return fmt.Errorf("add request %s: duplicate rid", rid)
 	}
 	if _, ok := d.byRoom[room]; ok {
+		d.probes.Hit(contract.ProbeDecodeAddRoomInUse)
 		return fmt.Errorf("add request %s: room %d already in use", rid, room)
 	}
 	if d.pagesFor(len(tokens)) > d.cfg.Pages {
+		d.probes.Hit(contract.ProbeDecodeAddTooLong)
 		return fmt.Errorf("add request %s: %w (%d tokens)", rid, ErrTooLong, len(tokens))
 	}
 	req := &DecodeReq{Rid: rid, Room: room, Bootstrap: bootstrap, Tokens: tokens, MaxNew: maxNew, Added: now,
@@ -202,14 +217,17 @@ func (d *Decode) pagesFor(tokens int) int { return (tokens + d.cfg.PageSize - 1)
 func (d *Decode) Abort(now time.Time, rid string) bool {
 	req, ok := d.byRid[rid]
 	if !ok {
+		d.probes.Hit(contract.ProbeDecodeAbortUnknown)
 		return false
 	}
+	d.probes.Hit(contract.ProbeDecodeAbort)
 	reg := d.cfg.Regressions
 	d.hist.Note(now, req.Room, "decode", 0, "abort-request", "client gone rid="+rid)
 	switch {
 	case reg.On(contract.DecodeAbortLeak):
 		// Upstream only flipped the receiver and told prefill; the queues
 		// kept the request.
+		d.probes.Hit(contract.ProbeDecodeAbortFlipOnly)
 		if !req.flipped {
 			req.flipped = true
 			d.sendAbort(now, req)
@@ -217,6 +235,7 @@ func (d *Decode) Abort(now time.Time, rid string) bool {
 	case reg.On(contract.RankDesync) && len(d.ranks) > 1:
 		// Rank 0 drops the request from its own lists right away; the
 		// other ranks only at the next step.
+		d.probes.Hit(contract.ProbeDecodeAbortRank0Early)
 		rk := d.ranks[0]
 		rk.prealloc = remove(rk.prealloc, req)
 		rk.transfer = remove(rk.transfer, req)

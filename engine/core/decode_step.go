@@ -38,10 +38,12 @@ func (d *Decode) Hung() bool { return d.hung }
 func (d *Decode) Step(now time.Time) (DecodeStepResult, error) {
 	var res DecodeStepResult
 	if d.hung {
+		d.probes.Hit(contract.ProbeDecodeSchedulerHung)
 		return res, ErrCollectiveHang
 	}
 	for _, rk := range d.ranks[1:] {
 		if len(rk.prealloc) != len(d.ranks[0].prealloc) || len(rk.transfer) != len(d.ranks[0].transfer) {
+			d.probes.Hit(contract.ProbeDecodeRanksDesynced)
 			d.hung = true
 			return res, ErrCollectiveHang
 		}
@@ -50,6 +52,9 @@ func (d *Decode) Step(now time.Time) (DecodeStepResult, error) {
 		if req, ok := d.byRid[rid]; ok {
 			d.applyAbort(now, req, ErrAborted, "client abort")
 			res.Finished = append(res.Finished, DecodeFinish{req.Rid, req.Room, ErrAborted})
+		} else {
+			// The request finished or failed between the abort and this step.
+			d.probes.Hit(contract.ProbeDecodeAbortAfterFinish)
 		}
 	}
 	d.aborts = d.aborts[:0]
@@ -64,6 +69,7 @@ func (d *Decode) Step(now time.Time) (DecodeStepResult, error) {
 			// now and then is what makes a page overwritten under a running
 			// request change the rest of its answer, as it would on a GPU.
 			if seed := d.readSeed(req); seed != req.seed {
+				d.probes.Hit(contract.ProbeDecodeKVChanged)
 				d.hist.Note(now, req.Room, "decode", 0, "kv-changed", fmt.Sprintf("pages overwritten while decoding, at token %d", req.generated))
 				req.seed = seed
 			}
@@ -83,6 +89,7 @@ func (d *Decode) Step(now time.Time) (DecodeStepResult, error) {
 
 	for room, aw := range d.awaiting {
 		if now.Sub(aw.since) > d.cfg.AckTimeout {
+			d.probes.Hit(contract.ProbeDecodeAckTimeoutFree)
 			d.hist.Note(now, room, "decode", 0, "ack-timeout", "freeing pages without prefill's ACK")
 			d.freeAwaiting(room)
 		}
@@ -109,6 +116,7 @@ func (d *Decode) readSeed(req *DecodeReq) uint64 {
 func (d *Decode) preallocate(now time.Time) {
 	for _, req := range append([]*DecodeReq(nil), d.ranks[0].prealloc...) {
 		if req.flipped {
+			d.probes.Hit(contract.ProbeDecodePreallocSkipFlipped)
 			continue // lingers: nothing will ever move it (decode-abort-leak)
 		}
 		n := d.pagesFor(len(req.Tokens))
@@ -126,6 +134,7 @@ func (d *Decode) preallocate(now time.Time) {
 			req.pages[r] = pages
 		}
 		if !ok {
+			d.probes.Hit(contract.ProbeDecodePreallocWaitPages)
 			return // FIFO: wait for pages
 		}
 		for r, rk := range d.ranks {
@@ -149,6 +158,7 @@ func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
 			s = min(s, rk.status.Check(req.Room))
 		}
 		if s != Success && s != Failed && d.backstops() && now.Sub(req.MetaSent) > d.cfg.WaitingTimeout {
+			d.probes.Hit(contract.ProbeDecodeWaitingTimeout)
 			d.TransferFailed++
 			d.applyAbort(now, req, ErrWaitingTimout, "waiting timeout")
 			fin = append(fin, DecodeFinish{req.Rid, req.Room, ErrWaitingTimout})
@@ -164,6 +174,7 @@ func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
 			d.running = append(d.running, req)
 			d.hist.Note(now, req.Room, "decode", 0, "committed", "transfer done, decoding")
 		case Failed:
+			d.probes.Hit(contract.ProbeDecodeTransferFailed)
 			d.TransferFailed++
 			for _, rk := range d.ranks {
 				rk.transfer = remove(rk.transfer, req)
@@ -180,6 +191,12 @@ func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
 // free-before-ack).
 func (d *Decode) applyAbort(now time.Time, req *DecodeReq, cause error, why string) {
 	st := req.stage()
+	switch st {
+	case stagePrealloc:
+		d.probes.Hit(contract.ProbeDecodeAbortInPrealloc)
+	case stageRunning:
+		d.probes.Hit(contract.ProbeDecodeAbortWhileRunning)
+	}
 	for _, rk := range d.ranks {
 		rk.prealloc = remove(rk.prealloc, req)
 		rk.transfer = remove(rk.transfer, req)
@@ -189,7 +206,11 @@ func (d *Decode) applyAbort(now time.Time, req *DecodeReq, cause error, why stri
 	if st != stageRunning {
 		d.sendAbort(now, req)
 	}
+	if st == stageTransfer && d.cfg.Regressions.On(contract.FreeBeforeAck) {
+		d.probes.Hit(contract.ProbeDecodeFreeBeforeAck)
+	}
 	if st == stageTransfer && !d.cfg.Regressions.On(contract.FreeBeforeAck) {
+		d.probes.Hit(contract.ProbeDecodeAbortInTransfer)
 		d.awaiting[req.Room] = &awaitingAck{pages: req.pages, acked: make([]bool, len(d.ranks)), since: now}
 		req.pages = make([][]uint32, len(d.ranks))
 	}
@@ -229,18 +250,25 @@ func (d *Decode) OnChunk(now time.Time, rank int, room uint64, id int, last bool
 		t := first + k
 		idx := t/d.cfg.PageSize - first/d.cfg.PageSize
 		if idx >= len(pages) {
+			d.probes.Hit(contract.ProbeDecodeChunkOverrun)
 			break
 		}
 		_ = rk.pool.Write(pages[idx], (t%d.cfg.PageSize)*per, payload[k*per:(k+1)*per])
 	}
 	req, ok := d.byRoom[room]
 	if !ok || req.stage() != stageTransfer {
+		if !ok {
+			d.probes.Hit(contract.ProbeDecodeChunkUnknownRoom)
+		} else {
+			d.probes.Hit(contract.ProbeDecodeChunkWrongStage)
+		}
 		d.StrayChunks++
 		d.hist.Note(now, room, "decode", rank, "stray-chunk", fmt.Sprintf("chunk %d for a room decode does not hold", id))
 		for _, pg := range pages {
 			if owner := rk.pool.Owner(pg); owner != 0 && owner != room {
 				// The write landed in pages another request owns now: its
 				// KV is corrupted (free-before-ack).
+				d.probes.Hit(contract.ProbeDecodeForeignWrite)
 				d.ForeignWrites++
 				d.hist.Note(now, owner, "decode", rank, "kv-overwritten", fmt.Sprintf("page %d overwritten by a late write for room %d", pg, room))
 				break
@@ -260,6 +288,7 @@ func (d *Decode) OnChunk(now time.Time, rank int, room uint64, id int, last bool
 // to another agent: the pages of a registration this process never made
 // (a restarted decode), as an RDMA write to a stale memory key fails.
 func (d *Decode) RefuseChunk(now time.Time, rank int, room uint64, id int, agent string) {
+	d.probes.Hit(contract.ProbeDecodeChunkStaleAgent)
 	d.StrayChunks++
 	d.hist.Note(now, room, "decode", rank, "stale-registration", fmt.Sprintf("chunk %d addressed to agent %q refused", id, agent))
 }
@@ -268,6 +297,7 @@ func (d *Decode) RefuseChunk(now time.Time, rank int, room uint64, id int, agent
 func (d *Decode) OnAux(now time.Time, rank int, room uint64) bool {
 	req, ok := d.byRoom[room]
 	if !ok || req.stage() != stageTransfer {
+		d.probes.Hit(contract.ProbeDecodeAuxInactive)
 		return false
 	}
 	req.aux[rank] = true
@@ -288,31 +318,49 @@ func (d *Decode) checkDone(now time.Time, rank int, req *DecodeReq) {
 func (d *Decode) OnNotice(now time.Time, rank int, frames [][]byte) error {
 	n, err := d.wire.ParseNotice(frames)
 	if err != nil {
+		d.probes.Hit(contract.ProbeDecodeMalformedNotice)
 		d.Malformed++
 		return fmt.Errorf("decode rank %d notice: %w", rank, err)
 	}
 	switch n.Kind {
 	case MsgAbortAck:
 		d.hist.Note(now, n.Room, "decode", rank, "abort-ack", fmt.Sprintf("from prefill rank %d", n.Rank))
-		if aw, ok := d.awaiting[n.Room]; ok {
-			aw.acked[rank] = true
-			all := true
-			for _, a := range aw.acked {
-				all = all && a
-			}
-			if all {
-				d.freeAwaiting(n.Room)
-			}
+		aw, ok := d.awaiting[n.Room]
+		if !ok {
+			// Late (pages freed on the ACK timeout) or for an abort that
+			// held no pages.
+			d.probes.Hit(contract.ProbeDecodeAckUnknownRoom)
+			break
+		}
+		if aw.acked[rank] {
+			d.probes.Hit(contract.ProbeDecodeAckDuplicate)
+		}
+		aw.acked[rank] = true
+		all := true
+		for _, a := range aw.acked {
+			all = all && a
+		}
+		if all {
+			d.probes.Hit(contract.ProbeDecodeAckFreesPages)
+			d.freeAwaiting(n.Room)
 		}
 	case MsgStatus:
-		if n.Status == Failed && !d.cfg.Regressions.On(contract.DecodeAbortLeak) {
-			if _, ok := d.byRoom[n.Room]; ok {
-				why := "prefill reported failure"
-				if n.Reason != "" {
-					why += ": " + n.Reason
-				}
-				d.ranks[rank].status.Update(now, n.Room, Failed, WriterReceiver, why)
+		switch {
+		case n.Status != Failed:
+			d.probes.Hit(contract.ProbeDecodeStatusNotFailed)
+		case d.cfg.Regressions.On(contract.DecodeAbortLeak):
+			d.probes.Hit(contract.ProbeDecodeFailNoticeIgnored)
+		default:
+			if _, ok := d.byRoom[n.Room]; !ok {
+				d.probes.Hit(contract.ProbeDecodeFailNoticeUnknownRoom)
+				break
 			}
+			d.probes.Hit(contract.ProbeDecodeFailNotice)
+			why := "prefill reported failure"
+			if n.Reason != "" {
+				why += ": " + n.Reason
+			}
+			d.ranks[rank].status.Update(now, n.Room, Failed, WriterReceiver, why)
 		}
 	}
 	return nil
@@ -323,13 +371,15 @@ type DecodeLens struct {
 	Prealloc, Transfer, Running int
 	PagesUsed, PagesTotal       int
 	AwaitingAck                 int
+	// Pages is the rank's page accounting (pages owned twice, counts).
+	Pages PageAccounting
 }
 
 // Lens returns rank's queue lengths.
 func (d *Decode) Lens(rank int) DecodeLens {
 	rk := d.ranks[rank]
 	return DecodeLens{Prealloc: len(rk.prealloc), Transfer: len(rk.transfer), Running: len(d.running),
-		PagesUsed: rk.pool.Used(), PagesTotal: rk.pool.Total(), AwaitingAck: len(d.awaiting)}
+		PagesUsed: rk.pool.Used(), PagesTotal: rk.pool.Total(), AwaitingAck: len(d.awaiting), Pages: rk.pool.Accounting()}
 }
 
 // Ranks returns the number of TP ranks.
@@ -344,6 +394,7 @@ func (d *Decode) OnPrefillLost(now time.Time, bootstrap string) int {
 		if req.Bootstrap != bootstrap || req.stage() == stageRunning || req.flipped {
 			continue
 		}
+		d.probes.Hit(contract.ProbeDecodePrefillLostRoom)
 		for _, rk := range d.ranks {
 			rk.status.Update(now, req.Room, Failed, WriterReceiver, "lost connection with prefill "+bootstrap)
 		}

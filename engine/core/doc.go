@@ -14,6 +14,11 @@
 // goroutines, sockets and a mutex; the scripted tests here drive the same
 // calls by hand with a fake clock, choosing which actor steps next.
 //
+// Each failure-handling branch counts a code probe (contract.Probes) in the
+// ProbeCounts its side owns (PrefillConfig.Probes, DecodeConfig.Probes):
+// an array of atomic counters indexed by probe, so a hit costs one add. The
+// runtime exports the counts; the core only increments them.
+//
 // core imports only engine/model, contract (names, room records, the
 // regression set) and the standard library without IO; it must not import
 // engine, faults, agents, harness or any test framework. The import test in

@@ -85,6 +85,15 @@ func (h *History) Note(now time.Time, room uint64, side string, rank int, kind, 
 	}
 }
 
+// NoteEnded records an event on a room no rank holds any more, if its
+// cleared record is still kept; it opens no record.
+func (h *History) NoteEnded(now time.Time, room uint64, side string, rank int, kind, detail string) bool {
+	if h == nil {
+		return false
+	}
+	return h.lateNote(room, contract.Event{At: now, Side: side, Rank: rank, Kind: kind, State: contract.StateCleared, Detail: detail})
+}
+
 // Clear records that a rank cleared the room; once no rank holds it the
 // record moves to the cleared list.
 func (h *History) Clear(now time.Time, room uint64, side string, rank int, last KVPoll, why string) {

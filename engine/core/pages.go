@@ -10,11 +10,23 @@ type PagePool struct {
 	data      [][]byte
 	free      []uint32
 	owner     []uint64 // room holding each page; 0 when free
+	refs      []int    // allocations holding each page: more than 1 is a page owned twice
+}
+
+// PageAccounting is a pool's bookkeeping as the metrics export it. A sound
+// pool has OwnedTwice 0 and Used+Free == Total; a page freed twice shows
+// in both (listed free twice, then handed to two rooms).
+type PageAccounting struct {
+	// Used counts pages some allocation holds; Free the free list's length.
+	Used, Free, Total int
+	// OwnedTwice counts pages held by two allocations, listed free more
+	// than once, or listed free while held.
+	OwnedTwice int
 }
 
 // NewPagePool returns n pages of pageBytes each, all free.
 func NewPagePool(n, pageBytes int) *PagePool {
-	p := &PagePool{pageBytes: pageBytes, data: make([][]byte, n), owner: make([]uint64, n)}
+	p := &PagePool{pageBytes: pageBytes, data: make([][]byte, n), owner: make([]uint64, n), refs: make([]int, n)}
 	for i := n - 1; i >= 0; i-- {
 		p.free = append(p.free, uint32(i))
 	}
@@ -31,16 +43,40 @@ func (p *PagePool) Alloc(n int, room uint64) ([]uint32, bool) {
 		out[i] = p.free[len(p.free)-1]
 		p.free = p.free[:len(p.free)-1]
 		p.owner[out[i]] = room
+		p.refs[out[i]]++
 	}
 	return out, true
 }
 
-// Free returns pages to the pool.
+// Free returns pages to the pool. Like a real allocator it trusts the
+// caller: a page freed twice goes on the free list twice, which Accounting
+// reports.
 func (p *PagePool) Free(pages []uint32) {
 	for i := len(pages) - 1; i >= 0; i-- {
 		p.owner[pages[i]] = 0
+		if p.refs[pages[i]] > 0 {
+			p.refs[pages[i]]--
+		}
 		p.free = append(p.free, pages[i])
 	}
+}
+
+// Accounting counts the pool's pages by owner and free list.
+func (p *PagePool) Accounting() PageAccounting {
+	a := PageAccounting{Free: len(p.free), Total: len(p.data)}
+	listed := make([]int, len(p.data))
+	for _, pg := range p.free {
+		listed[pg]++
+	}
+	for pg, n := range p.refs {
+		if n > 0 {
+			a.Used++
+		}
+		if n > 1 || listed[pg] > 1 || (listed[pg] > 0 && n > 0) {
+			a.OwnedTwice++
+		}
+	}
+	return a
 }
 
 // Owner is the room a page is allocated to, 0 if free or out of range.

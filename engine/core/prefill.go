@@ -35,6 +35,10 @@ type PrefillConfig struct {
 	// Wire is the control-message dialect; empty (or unknown) is NIXL.
 	// Decode must speak the same one.
 	Wire contract.Wire
+	// Probes receives the code probes' hits; nil: the side counts into
+	// its own (Prefill.Probes). The runtime passes the counters it also
+	// counts its own branches in.
+	Probes *ProbeCounts
 }
 
 func (c *PrefillConfig) defaults() {
@@ -126,6 +130,7 @@ type Prefill struct {
 	hist       *History
 	out        []Outbound
 	wire       Dialect
+	probes     *ProbeCounts
 
 	// BootstrapFailed counts requests failed while bootstrapping.
 	BootstrapFailed int64
@@ -138,10 +143,15 @@ type Prefill struct {
 // NewPrefill returns an empty prefill side.
 func NewPrefill(cfg PrefillConfig, hist *History) *Prefill {
 	cfg.defaults()
-	p := &Prefill{cfg: cfg, byRid: map[string]*PrefillReq{}, byRoom: map[uint64]*PrefillReq{}, hist: hist, wire: dialectOf(cfg.Wire)}
+	if cfg.Probes == nil {
+		cfg.Probes = &ProbeCounts{}
+	}
+	p := &Prefill{cfg: cfg, byRid: map[string]*PrefillReq{}, byRoom: map[uint64]*PrefillReq{}, hist: hist, wire: dialectOf(cfg.Wire), probes: cfg.Probes}
 	for r := range cfg.Ranks {
+		st := NewStatusTable("prefill", r, cfg.Regressions, hist)
+		st.probes = cfg.Probes
 		p.ranks = append(p.ranks, &prefillRank{
-			status:      NewStatusTable("prefill", r, cfg.Regressions, hist),
+			status:      st,
 			peers:       map[string]Registration{},
 			infos:       map[uint64]transferInfo{},
 			queues:      make([][]*Chunk, cfg.Workers),
@@ -156,12 +166,17 @@ func NewPrefill(cfg PrefillConfig, hist *History) *Prefill {
 // Config returns the effective configuration.
 func (p *Prefill) Config() PrefillConfig { return p.cfg }
 
+// Probes returns the counters the side's code probes count into.
+func (p *Prefill) Probes() *ProbeCounts { return p.probes }
+
 // Add creates the request's sender on every rank and queues it for bootstrap.
 func (p *Prefill) Add(now time.Time, rid string, room uint64, tokens []model.Token) error {
 	if _, ok := p.byRid[rid]; ok {
+		p.probes.Hit(contract.ProbePrefillAddDuplicateRid)
 		return fmt.Errorf("add request %s: duplicate rid", rid)
 	}
 	if _, ok := p.byRoom[room]; ok {
+		p.probes.Hit(contract.ProbePrefillAddRoomInUse)
 		return fmt.Errorf("add request %s: room %d already in use", rid, room)
 	}
 	req := &PrefillReq{Rid: rid, Room: room, Tokens: tokens, Added: now}
@@ -179,12 +194,21 @@ func (p *Prefill) Add(now time.Time, rid string, room uint64, tokens []model.Tok
 func (p *Prefill) Abort(now time.Time, rid string) bool {
 	req, ok := p.byRid[rid]
 	if !ok {
+		p.probes.Hit(contract.ProbePrefillLocalAbortUnknown)
 		return false
 	}
+	p.hist.Note(now, req.Room, "prefill", 0, "abort-request", "client gone rid="+rid)
+	p.probes.Hit(contract.ProbePrefillLocalAbort)
 	for _, r := range p.ranks {
 		r.status.Update(now, req.Room, Failed, WriterScheduler, "local abort rid="+rid)
 	}
 	return true
+}
+
+// ClientGone records that the client of a request prefill has already
+// finished went away: its cancel reached prefill after the room ended.
+func (p *Prefill) ClientGone(now time.Time, room uint64, rid string) {
+	p.hist.NoteEnded(now, room, "prefill", 0, "abort-request", "client gone after the room ended rid="+rid)
 }
 
 // Dead reports whether rank's bootstrap loop has died.
@@ -195,12 +219,14 @@ func (p *Prefill) Dead(rank int) bool { return p.ranks[rank].dead }
 func (p *Prefill) OnControl(now time.Time, rank int, frames [][]byte) error {
 	r := p.ranks[rank]
 	if r.dead {
+		p.probes.Hit(contract.ProbePrefillLoopDead)
 		return ErrLoopDead
 	}
 	die := p.cfg.Regressions.On(contract.BootstrapThreadDeath)
 	c, err := p.wire.ParseControl(frames)
 	if die && c.Kind == MsgAbort {
 		// The loop checks the guard before it knows ABORT (#30352).
+		p.probes.Hit(contract.ProbePrefillAbortKillsLoop)
 		r.dead = true
 		return fmt.Errorf("%w: %s", ErrLoopDead, p.wire.table().unexpectedAbort)
 	}
@@ -216,9 +242,11 @@ func (p *Prefill) OnControl(now time.Time, rank int, frames [][]byte) error {
 	}
 	if err != nil {
 		if die {
+			p.probes.Hit(contract.ProbePrefillMalformedKillsLoop)
 			r.dead = true
 			return fmt.Errorf("%w: %v", ErrLoopDead, err)
 		}
+		p.probes.Hit(contract.ProbePrefillMalformedControl)
 		p.Malformed++
 	}
 	return nil
@@ -226,9 +254,18 @@ func (p *Prefill) OnControl(now time.Time, rank int, frames [][]byte) error {
 
 func (p *Prefill) onRegistration(rank int, reg Registration) {
 	r := p.ranks[rank]
-	if _, ok := r.peers[reg.AgentName]; !ok { // first registration wins
-		r.peers[reg.AgentName] = reg
+	if _, ok := r.peers[reg.AgentName]; ok { // first registration wins
+		p.probes.Hit(contract.ProbePrefillRegistrationDuplicate)
+		return
 	}
+	for _, old := range r.peers {
+		if old.DecodeIP == reg.DecodeIP && old.DecodePort == reg.DecodePort {
+			// Same notify socket, new agent: the decode process restarted.
+			p.probes.Hit(contract.ProbePrefillDecodeRestarted)
+			break
+		}
+	}
+	r.peers[reg.AgentName] = reg
 }
 
 func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata) error {
@@ -236,12 +273,20 @@ func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata) error {
 	if _, owned := p.byRoom[m.Room]; !owned && !r.status.Has(m.Room) && r.status.isTombstoned(m.Room) {
 		// Metadata for a room decode already aborted: keep nothing, or the
 		// room would be reopened just to be swept later.
+		p.probes.Hit(contract.ProbePrefillMetadataAfterAbort)
 		p.hist.Note(now, m.Room, "prefill", rank, "metadata-after-abort", "ignored: room aborted earlier")
 		return nil
 	}
 	peer, ok := r.peers[m.AgentName]
 	if !ok {
+		p.probes.Hit(contract.ProbePrefillMetadataUnknownAgent)
 		return fmt.Errorf("%w: metadata for room %d from unregistered agent %q", ErrMalformed, m.Room, m.AgentName)
+	}
+	if _, dup := r.infos[m.Room]; dup {
+		p.probes.Hit(contract.ProbePrefillMetadataDuplicate)
+	}
+	if _, owned := p.byRoom[m.Room]; !owned {
+		p.probes.Hit(contract.ProbePrefillMetadataBeforeRequest)
 	}
 	r.infos[m.Room] = transferInfo{meta: m, kvAddr: peer.KVAddr, at: now}
 	p.hist.Note(now, m.Room, "prefill", rank, "metadata", fmt.Sprintf("%d pages from %s", len(m.Pages), m.AgentName))
@@ -252,18 +297,31 @@ func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata) error {
 func (p *Prefill) onAbort(now time.Time, rank int, a Abort) {
 	r := p.ranks[rank]
 	p.hist.Note(now, a.Room, "prefill", rank, "abort-received", "ABORT from decode")
+	_, owned := p.byRoom[a.Room]
+	switch held := r.status.Has(a.Room); {
+	case held && r.status.Check(a.Room) == Failed, !held && r.status.isTombstoned(a.Room):
+		p.probes.Hit(contract.ProbePrefillAbortDuplicate)
+	case !held:
+		p.probes.Hit(contract.ProbePrefillAbortUnknownRoom)
+	case owned && r.status.Check(a.Room) != Success:
+		p.probes.Hit(contract.ProbePrefillAbortHeldRoom)
+	}
 	if r.status.Check(a.Room) != Success || !r.status.Has(a.Room) {
 		r.status.Update(now, a.Room, Failed, WriterBootstrap, "decode ABORT")
+	} else {
+		p.probes.Hit(contract.ProbePrefillAbortAfterSuccess)
 	}
-	if _, owned := p.byRoom[a.Room]; !owned && r.status.Has(a.Room) && p.backstops() {
+	if !owned && r.status.Has(a.Room) && p.backstops() {
 		// A room only decode's messages created (no request here): nothing
 		// will consume its verdict, so clear it now; the tombstone stops a
 		// late request or metadata from reopening it.
+		p.probes.Hit(contract.ProbePrefillAbortOrphanCleared)
 		delete(r.infos, a.Room)
 		r.status.Clear(now, a.Room, "aborted before its request arrived")
 		r.status.Tombstone(now, a.Room)
 	}
 	if p.holding(rank, a.Room) {
+		p.probes.Hit(contract.ProbePrefillAbortAckDeferred)
 		r.pendingAck[a.Room] = a
 		return
 	}

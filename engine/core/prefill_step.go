@@ -38,8 +38,10 @@ func (p *Prefill) clear(now time.Time, req *PrefillReq, final KVPoll, why string
 		if info, ok := r.infos[req.Room]; ok && final == Failed {
 			o := Outbound{Rank: rank, To: notifyAddr(info.meta), Frames: p.wire.Status(req.Room, Failed, rank, why)}
 			if p.holding(rank, req.Room) {
+				p.probes.Hit(contract.ProbePrefillFailNoticeDeferred)
 				r.pendingFail[req.Room] = o
 			} else {
+				p.probes.Hit(contract.ProbePrefillFailNotice)
 				p.out = append(p.out, o)
 			}
 		}
@@ -80,6 +82,7 @@ func (p *Prefill) PopBootstrapped(now time.Time) []Finish {
 	for _, req := range p.bootstrapQ {
 		s := p.poll(req.Room)
 		if s == Bootstrapping && !reg.On(contract.AbortBeforeStatus) && !reg.On(contract.BootstrapThreadDeath) && now.Sub(req.Added) > p.cfg.BootstrapTimeout {
+			p.probes.Hit(contract.ProbePrefillBootstrapTimeout)
 			p.failAll(now, req.Room, "bootstrap timeout")
 			s = Failed
 		}
@@ -87,6 +90,7 @@ func (p *Prefill) PopBootstrapped(now time.Time) []Finish {
 		case Bootstrapping:
 			keep = append(keep, req)
 		case Failed:
+			p.probes.Hit(contract.ProbePrefillBootstrapFailed)
 			p.BootstrapFailed++
 			fin = append(fin, Finish{req.Rid, req.Room, ErrBootstrapFailed})
 			p.clear(now, req, Failed, "bootstrap failed")
@@ -114,6 +118,7 @@ func (p *Prefill) Forward(now time.Time) ([]Finish, int) {
 	n := 0
 	for _, req := range p.waitingQ {
 		if p.poll(req.Room) == Failed {
+			p.probes.Hit(contract.ProbePrefillFailedBeforeForward)
 			p.TransferFailed++
 			fin = append(fin, Finish{req.Rid, req.Room, ErrTransferFailed})
 			p.clear(now, req, Failed, "failed before forward")
@@ -136,6 +141,7 @@ func (p *Prefill) ProcessInflight(now time.Time) []Finish {
 	for _, req := range p.inflightQ {
 		s := p.poll(req.Room)
 		if (s == WaitingForInput || s == Transferring) && p.backstops() && now.Sub(req.InflightSince) > p.cfg.InflightTimeout {
+			p.probes.Hit(contract.ProbePrefillInflightTimeout)
 			p.failAll(now, req.Room, "inflight timeout")
 			s = Failed
 		}
@@ -144,6 +150,7 @@ func (p *Prefill) ProcessInflight(now time.Time) []Finish {
 			fin = append(fin, Finish{req.Rid, req.Room, nil})
 			p.clear(now, req, Success, "transfer done")
 		case Failed:
+			p.probes.Hit(contract.ProbePrefillTransferFailed)
 			p.TransferFailed++
 			fin = append(fin, Finish{req.Rid, req.Room, ErrTransferFailed})
 			p.clear(now, req, Failed, "transfer failed")
@@ -165,6 +172,7 @@ func (p *Prefill) sweep(now time.Time) {
 	for _, r := range p.ranks {
 		for room, info := range r.infos {
 			if _, owned := p.byRoom[room]; !owned && now.Sub(info.at) > p.cfg.BootstrapTimeout {
+				p.probes.Hit(contract.ProbePrefillOrphanInfoSwept)
 				delete(r.infos, room)
 				r.status.Clear(now, room, "orphan swept")
 				p.hist.Forget(room)
@@ -173,6 +181,7 @@ func (p *Prefill) sweep(now time.Time) {
 		for room := range r.status.Rooms() {
 			if _, owned := p.byRoom[room]; !owned {
 				if _, hasInfo := r.infos[room]; !hasInfo {
+					p.probes.Hit(contract.ProbePrefillOrphanStatusSwept)
 					r.status.Clear(now, room, "orphan swept")
 					p.hist.Forget(room)
 				}
@@ -190,6 +199,7 @@ func (p *Prefill) queueChunks(now time.Time, req *PrefillReq) {
 		info, ok := r.infos[req.Room]
 		if !ok {
 			// Only reachable when an absent room reads WaitingForInput.
+			p.probes.Hit(contract.ProbePrefillNoTransferInfo)
 			p.hist.Note(now, req.Room, "prefill", rank, "no-transfer-info", "forward without metadata")
 			continue
 		}
@@ -220,6 +230,7 @@ func (p *Prefill) WorkerBegin(now time.Time, rank, w int) *Chunk {
 		c := r.queues[w][0]
 		r.queues[w] = r.queues[w][1:]
 		if r.status.Check(c.Room) == Failed {
+			p.probes.Hit(contract.ProbePrefillWorkerSkipDead)
 			continue
 		}
 		r.held[w] = c
@@ -238,6 +249,7 @@ func (p *Prefill) WorkerSend(now time.Time, rank, w int) bool {
 		return false
 	}
 	if !p.cfg.Regressions.On(contract.StatusResurrection) && r.status.Check(c.Room) == Failed {
+		p.probes.Hit(contract.ProbePrefillWorkerSendAborted)
 		p.release(now, rank, w)
 		return false
 	}
@@ -255,8 +267,10 @@ func (p *Prefill) WorkerEnd(now time.Time, rank, w int, err error) {
 	}
 	switch {
 	case err != nil:
+		p.probes.Hit(contract.ProbePrefillTransferError)
 		p.hist.Note(now, c.Room, "prefill", rank, "transfer-error", err.Error())
 		if p.cfg.Regressions.On(contract.UnknownRoomWaiting) {
+			p.probes.Hit(contract.ProbePrefillTransferErrorClears)
 			// NIXL's failure path cleared the room's state; the Failed
 			// write that follows is a no-op on an absent room.
 			delete(r.infos, c.Room)
@@ -274,10 +288,12 @@ func (p *Prefill) release(now time.Time, rank, w int) {
 	c := r.held[w]
 	delete(r.held, w)
 	if a, ok := r.pendingAck[c.Room]; ok && !p.holding(rank, c.Room) {
+		p.probes.Hit(contract.ProbePrefillAckAfterDrain)
 		delete(r.pendingAck, c.Room)
 		p.ack(now, rank, a)
 	}
 	if o, ok := r.pendingFail[c.Room]; ok && !p.holding(rank, c.Room) {
+		p.probes.Hit(contract.ProbePrefillFailNoticeAfterDrain)
 		delete(r.pendingFail, c.Room)
 		p.out = append(p.out, o)
 	}

@@ -62,6 +62,17 @@ type StatusTable struct {
 	hist       *History
 	side       string
 	rank       int
+	probes     *ProbeCounts
+}
+
+// hit counts a status-table probe: onPrefill when the table is prefill's,
+// onDecode when it is decode's.
+func (t *StatusTable) hit(onPrefill, onDecode contract.ProbeID) {
+	if t.side == contract.SidePrefill {
+		t.probes.Hit(onPrefill)
+	} else {
+		t.probes.Hit(onDecode)
+	}
 }
 
 // NewStatusTable returns an empty table recording into hist.
@@ -79,21 +90,30 @@ func (t *StatusTable) Update(now time.Time, room uint64, s KVPoll, w Writer, why
 			// fixed engine also remembers it, so a sender or metadata that
 			// arrives later sees the abort (abort-before-status).
 			if !t.reg.On(contract.AbortBeforeStatus) {
+				t.hit(contract.ProbePrefillStatusTombstone, contract.ProbeDecodeStatusUnexpected)
 				t.tombstones[room] = now
 				t.hist.Add(now, room, t.side, t.rank, "abort-tombstone", Failed, string(w)+": "+why)
 				return
 			}
+			t.hit(contract.ProbePrefillAbortDropped, contract.ProbeDecodeStatusUnexpected)
 			t.hist.Add(now, room, t.side, t.rank, "abort-dropped", Failed, string(w)+": "+why+" (room absent)")
 			return
 		case w == WriterWorker && !t.reg.On(contract.StatusResurrection):
 			// A transfer worker finishing after the room was cleared must not
 			// bring it back.
+			t.hit(contract.ProbePrefillLateWriteDropped, contract.ProbeDecodeStatusUnexpected)
 			t.hist.Add(now, room, t.side, t.rank, "late-write-dropped", s, string(w)+": "+why)
 			return
 		case t.isTombstoned(room):
+			t.hit(contract.ProbePrefillCreatedAfterAbort, contract.ProbeDecodeStatusUnexpected)
 			t.status[room] = Failed
 			t.hist.Add(now, room, t.side, t.rank, "status", Failed, string(w)+": "+why+" (aborted earlier)")
 			return
+		}
+		if w == WriterWorker {
+			// Only with status-resurrection: a late worker write re-inserts
+			// a cleared room.
+			t.hit(contract.ProbePrefillLateWriteReinserts, contract.ProbeDecodeStatusUnexpected)
 		}
 		t.status[room] = s
 		t.hist.Add(now, room, t.side, t.rank, "status", s, string(w)+": "+why)
@@ -103,9 +123,14 @@ func (t *StatusTable) Update(now time.Time, room uint64, s KVPoll, w Writer, why
 	switch {
 	case cur == Failed && !t.nonSticky(w):
 		// Sticky until clear: nothing revives a failed room.
+		t.hit(contract.ProbePrefillFailedSticky, contract.ProbeDecodeFailedSticky)
 		return
 	case s == Failed:
 		next = Failed
+	case cur == Failed:
+		// Only with a regression on: a non-sticky writer revives the room.
+		t.hit(contract.ProbePrefillFailedRevived, contract.ProbeDecodeStatusUnexpected)
+		next = max(cur, s)
 	default:
 		next = max(cur, s)
 	}
@@ -136,6 +161,7 @@ func (t *StatusTable) Check(room uint64) KVPoll {
 		return s
 	}
 	if t.reg.On(contract.UnknownRoomWaiting) {
+		t.hit(contract.ProbePrefillUnknownRoomWaiting, contract.ProbeDecodeStatusUnexpected)
 		return WaitingForInput
 	}
 	return Failed
@@ -169,6 +195,7 @@ func (t *StatusTable) Rooms() map[uint64]KVPoll { return t.status }
 func (t *StatusTable) ExpireTombstones(now time.Time, ttl time.Duration) {
 	for r, at := range t.tombstones {
 		if now.Sub(at) > ttl {
+			t.hit(contract.ProbePrefillTombstoneExpired, contract.ProbeDecodeStatusUnexpected)
 			delete(t.tombstones, r)
 			if _, held := t.status[r]; !held {
 				t.hist.Forget(r)

@@ -1,6 +1,6 @@
 // Package check holds the pure checkers: functions from a recorded event log
 // (events.jsonl, as Event values) to a verdict per invariant — rooms-terminal,
-// slots-released, liveness, client-outcomes, integrity, no-leaks,
+// slots-released, liveness, client-outcomes, cancels-reached, integrity, no-leaks,
 // faults-verified and load-floor — and Judge, which runs them in order.
 // Because they read nothing but the log, a stored run can be judged again
 // with today's checkers (`pdchaos check RUN_DIR`), and each checker is tested

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/pdchaos/pdchaos/agents/outcome"
@@ -25,6 +26,9 @@ const (
 	EvProbe   = "probe"   // one liveness probe
 	EvLeaks   = "leaks"   // goroutines left after the target closed
 	EvEnd     = "end"     // the run ended (interrupted or not)
+	// EvCodeProbes is one role's code probe hits (/debug/probes) at the
+	// end of the run.
+	EvCodeProbes = "code-probes"
 )
 
 // Event is one line of events.jsonl. T is the offset from the run's base
@@ -44,6 +48,17 @@ type Event struct {
 	Probe   *Probe           `json:"probe,omitempty"`
 	Leaks   *Leaks           `json:"leaks,omitempty"`
 	End     *EndInfo         `json:"end,omitempty"`
+	// CodeProbes is set on EvCodeProbes.
+	CodeProbes *CodeProbes `json:"code_probes,omitempty"`
+}
+
+// CodeProbes is one role's code probe hits at the end of the run, every
+// probe of the role (zero ones too), by name. Err is set when the role did
+// not answer /debug/probes (an external deployment has no such endpoint).
+type CodeProbes struct {
+	Role string           `json:"role,omitempty"`
+	Hits map[string]int64 `json:"hits,omitempty"`
+	Err  string           `json:"error,omitempty"`
 }
 
 // RunInfo opens a log: what ran, with which seed, and the wall time of the
@@ -59,14 +74,22 @@ type RunInfo struct {
 	AnswersUnchecked bool `json:"answers_unchecked,omitempty"`
 }
 
-// RoomsSnap is one engine's rooms. Periodic snapshots strip event
-// histories; the final one (Final) keeps them for held rooms.
+// RoomsSnap is one engine's rooms. Periodic snapshots strip held rooms'
+// event histories; the final one (Final) keeps them. Ended carries, with
+// their histories, the cleared rooms that are new (or got a late event)
+// since the source's previous snapshot, so every room's end is in the log
+// once however many the engine keeps; logs written before it lack it.
 type RoomsSnap struct {
 	Role    string                `json:"role"`
 	Held    []contract.RoomRecord `json:"held"`
 	Cleared int                   `json:"cleared"`
+	Ended   []contract.RoomRecord `json:"ended,omitempty"`
 	Final   bool                  `json:"final,omitempty"`
 	Err     string                `json:"error,omitempty"`
+	// PeerCleared (final snapshots only) are rooms this engine has cleared
+	// while another engine still holds them, with their histories: the
+	// other side of a stuck room.
+	PeerCleared []contract.RoomRecord `json:"peer_cleared,omitempty"`
 }
 
 // Drain says whether the target settled after load stopped.
@@ -96,27 +119,87 @@ type EndInfo struct {
 	Error       string `json:"error,omitempty"`
 }
 
-// Scrape is one engine's metrics at one moment, each family summed over its
-// label sets (ranks). Err is set when the scrape failed.
+// Scrape is one engine's metrics at one moment. Gauges and Counters hold
+// each family summed over its ranks (per-priority duplicates of a total
+// counted once; old names read under today's, contract.MetricAliases).
+// Ranks keeps every gauge per rank, as SGLang exports it: family, then rank
+// key (RankKey), then value; logs written before it existed lack it and
+// are judged on the sums. Err is set when the scrape failed.
 type Scrape struct {
 	Gauges   map[string]float64 `json:"gauges,omitempty"`
 	Counters map[string]float64 `json:"counters,omitempty"`
-	Err      string             `json:"error,omitempty"`
+	// Ranks is each gauge per rank (nil in older logs).
+	Ranks map[string]map[string]float64 `json:"ranks,omitempty"`
+	// EngineType is the engine_type label (prefill, decode, unified) when
+	// the engine exports one.
+	EngineType string `json:"engine_type,omitempty"`
+	Err        string `json:"error,omitempty"`
 }
 
-// Wedge is a gauge stuck above 0 with no progress: the silent PD failure.
-// Since is when it last changed or the engine last made progress; At is when
-// the watchdog flagged it (at least its window later).
+// RankKey names one rank's series from its labels: "tp_rank=1", with
+// dp_rank and pp_rank in front when the engine exports them (pp_rank only
+// when not 0). A series without rank labels is "".
+func RankKey(labels map[string]string) string {
+	var parts []string
+	if v, ok := labels[contract.LabelDPRank]; ok {
+		parts = append(parts, contract.LabelDPRank+"="+v)
+	}
+	if v, ok := labels[contract.LabelPPRank]; ok && v != "0" {
+		parts = append(parts, contract.LabelPPRank+"="+v)
+	}
+	if v, ok := labels[contract.LabelTPRank]; ok {
+		parts = append(parts, contract.LabelTPRank+"="+v)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Has reports whether the scrape carries the gauge family at all (on any
+// rank): absent is not zero.
+func (s Scrape) Has(gauge string) bool {
+	if _, ok := s.Gauges[gauge]; ok {
+		return true
+	}
+	_, ok := s.Ranks[gauge]
+	return ok
+}
+
+// Wedge kinds: what the watchdog saw.
+const (
+	WedgeGauge = ""      // a slot gauge stuck above 0 with no progress
+	WedgeRoom  = "room"  // a room past its state's deadline plus a margin
+	WedgeQueue = "queue" // waiting requests growing while nothing completes
+)
+
+// Wedge is something stuck while the run goes on: a gauge above 0 with no
+// progress (the silent PD failure), a room past its state's deadline (with
+// its history), or a queue growing while its engine completes nothing.
+// Since is when it last changed (or the engine last made progress); At is
+// when the watchdog flagged it.
 type Wedge struct {
+	Kind   string        `json:"kind,omitempty"`
 	Source string        `json:"source"`
-	Gauge  string        `json:"gauge"`
+	Gauge  string        `json:"gauge,omitempty"`
 	Value  float64       `json:"value"`
 	Since  time.Duration `json:"since"`
 	At     time.Duration `json:"at"`
+	// Room, Role, State, Deadline and Events are set for a room wedge.
+	Room     uint64           `json:"room,omitempty"`
+	Role     string           `json:"role,omitempty"`
+	State    string           `json:"state,omitempty"`
+	Deadline time.Duration    `json:"deadline,omitempty"`
+	Events   []contract.Event `json:"events,omitempty"`
 }
 
 // String is one line for a terminal.
 func (w Wedge) String() string {
+	switch w.Kind {
+	case WedgeRoom:
+		return fmt.Sprintf("WEDGE room %d on %s %s: %s since %v, past its %v deadline (flagged at %v, %d events)",
+			w.Room, w.Role, w.Source, w.State, w.Since.Round(time.Millisecond), w.Deadline, w.At.Round(time.Millisecond), len(w.Events))
+	case WedgeQueue:
+		return fmt.Sprintf("WEDGE %g requests waiting on %s, growing with no completion since %v (flagged at %v)",
+			w.Value, w.Source, w.Since.Round(time.Millisecond), w.At.Round(time.Millisecond))
+	}
 	return fmt.Sprintf("WEDGE %s = %g on %s, unchanged with no progress since %v (flagged at %v)",
 		w.Gauge, w.Value, w.Source, w.Since.Round(time.Millisecond), w.At.Round(time.Millisecond))
 }

@@ -24,12 +24,19 @@ type View struct {
 	// Rooms are each engine's periodic rooms snapshots; Final its last full one.
 	Rooms map[string][]RoomsSnap
 	Final map[string]RoomsSnap
+	// Roles maps each rooms source to its engine's role; Ended holds each
+	// source's ended rooms by room, the latest record of each winning.
+	Roles map[string]string
+	Ended map[string]map[uint64]contract.RoomRecord
 	// Faults holds the last record of each fault window, in window order.
 	Faults []schedule.Record
 	// Wedges are the watchdog's flags during the run.
 	Wedges []Wedge
 	// Probes are the liveness probes after the drain.
 	Probes []Probe
+	// CodeProbes are each role's code probe hits at the end of the run, by
+	// source; the last report of a source wins.
+	CodeProbes map[string]CodeProbes
 	// Leaks, Drain and End are nil when the log lacks them (a partial run).
 	Leaks *Leaks
 	Drain *Drain
@@ -38,7 +45,8 @@ type View struct {
 
 // NewView indexes evs. The last leaks, drain and end events win.
 func NewView(evs []Event) *View {
-	v := &View{Scrapes: map[string][]Scrape{}, Rooms: map[string][]RoomsSnap{}, Final: map[string]RoomsSnap{}}
+	v := &View{Scrapes: map[string][]Scrape{}, Rooms: map[string][]RoomsSnap{}, Final: map[string]RoomsSnap{},
+		Roles: map[string]string{}, Ended: map[string]map[uint64]contract.RoomRecord{}, CodeProbes: map[string]CodeProbes{}}
 	win := map[int]int{}
 	for _, ev := range evs {
 		switch {
@@ -48,10 +56,8 @@ func NewView(evs []Event) *View {
 			v.Outcomes = append(v.Outcomes, *ev.Outcome)
 		case ev.Scrape != nil:
 			v.Scrapes[ev.Source] = append(v.Scrapes[ev.Source], *ev.Scrape)
-		case ev.Rooms != nil && ev.Rooms.Final:
-			v.Final[ev.Source] = *ev.Rooms
 		case ev.Rooms != nil:
-			v.Rooms[ev.Source] = append(v.Rooms[ev.Source], *ev.Rooms)
+			v.addRooms(ev.Source, *ev.Rooms)
 		case ev.Fault != nil:
 			if i, ok := win[ev.Fault.Window]; ok {
 				v.Faults[i] = *ev.Fault
@@ -63,6 +69,8 @@ func NewView(evs []Event) *View {
 			v.Wedges = append(v.Wedges, *ev.Wedge)
 		case ev.Probe != nil:
 			v.Probes = append(v.Probes, *ev.Probe)
+		case ev.CodeProbes != nil:
+			v.CodeProbes[ev.Source] = *ev.CodeProbes
 		case ev.Leaks != nil:
 			v.Leaks = ev.Leaks
 		case ev.Drain != nil:
@@ -72,6 +80,42 @@ func NewView(evs []Event) *View {
 		}
 	}
 	return v
+}
+
+// addRooms indexes one rooms snapshot.
+func (v *View) addRooms(src string, s RoomsSnap) {
+	if s.Final {
+		v.Final[src] = s
+	} else {
+		v.Rooms[src] = append(v.Rooms[src], s)
+	}
+	if s.Role != "" {
+		v.Roles[src] = s.Role
+	}
+	if len(s.Ended) > 0 && v.Ended[src] == nil {
+		v.Ended[src] = map[uint64]contract.RoomRecord{}
+	}
+	for _, r := range s.Ended {
+		v.Ended[src][r.Room] = r
+	}
+}
+
+// ProbeHits sums the code probe hits every role reported, by probe name
+// (zero ones included); nil when no role reported any.
+func (v *View) ProbeHits() map[string]int64 {
+	var out map[string]int64
+	for _, cp := range v.CodeProbes {
+		if cp.Err != "" {
+			continue
+		}
+		if out == nil {
+			out = map[string]int64{}
+		}
+		for n, h := range cp.Hits {
+			out[n] += h
+		}
+	}
+	return out
 }
 
 // activeAt names the fault windows active at offset t.

@@ -90,13 +90,19 @@ func gauge(name, engineType string) string {
 }
 
 func prefillMetrics(bootstrapName string) string {
-	return gauge(bootstrapName, "prefill") + gauge(contract.MetricPrefillInflightQueue, "prefill") +
-		gauge(contract.MetricRunning, "prefill") + gauge(contract.MetricQueue, "prefill")
+	var b strings.Builder
+	for _, n := range contract.NeededGauges("prefill") {
+		if n == contract.MetricPrefillBootstrapQueue {
+			n = bootstrapName
+		}
+		b.WriteString(gauge(n, "prefill"))
+	}
+	return b.String()
 }
 
 func decodeMetrics(without string) string {
 	var b strings.Builder
-	for _, n := range []string{contract.MetricDecodePreallocQueue, contract.MetricDecodeTransferQueue, contract.MetricRunning, contract.MetricQueue} {
+	for _, n := range contract.NeededGauges("decode") {
 		if n != without {
 			b.WriteString(gauge(n, "decode"))
 		}
@@ -111,6 +117,8 @@ func engineServer(t *testing.T, mode, metrics string) string {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case contract.PathHealthGenerate, contract.PathHealth:
+		case contract.PathDebugRooms:
+			fmt.Fprint(w, `{"held":[],"cleared":0}`)
 		case contract.PathServerInfo:
 			fmt.Fprintf(w, `{"version":"0.5.4","disaggregation_mode":%q}`, mode)
 		case contract.PathMetrics:
@@ -148,26 +156,33 @@ func routerServer(t *testing.T, readiness int) string {
 }
 
 // TestDoctorCraftedSGLang: one clear line per problem and the exit code,
-// for metrics off on one engine, a missing family, the old gauge name and
-// an unready router. Every SGLang target lacks /debug/rooms, so
-// rooms-terminal is always one reduced line.
+// for metrics off on one engine, a missing family, the old gauge name, an
+// unready router and a router without /readiness. The crafted engines
+// serve /debug/rooms (as the bundled engine does) so each case's own exit
+// code shows; "no /debug/rooms" is real SGLang, where rooms-terminal is
+// always skipped.
 func TestDoctorCraftedSGLang(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		readiness int
 		prefill   string
 		decode    string
+		noRooms   bool // like real SGLang: no --engine-url serving /debug/rooms
 		exit      int
-		want      []string // problem lines, besides rooms-terminal
+		want      []string // the problem lines
+		line      string   // a line that must appear, but not as a problem
 	}{
 		{name: "healthy", readiness: 200, prefill: prefillMetrics(contract.MetricPrefillBootstrapQueue), decode: decodeMetrics(""),
-			exit: doctor.ExitReduced},
+			exit: doctor.ExitOK},
+		{name: "no /debug/rooms", noRooms: true, readiness: 200, prefill: prefillMetrics(contract.MetricPrefillBootstrapQueue), decode: decodeMetrics(""),
+			exit: doctor.ExitReduced, want: []string{"check rooms-terminal: skipped: needs /debug/rooms"}},
 		{name: "metrics off on decode", readiness: 200, prefill: prefillMetrics(contract.MetricPrefillBootstrapQueue), decode: "",
-			exit: doctor.ExitReduced, want: []string{"404: metrics are off: start this engine with --enable-metrics", "check slots-released: reduced"}},
+			exit: doctor.ExitReduced, want: []string{"404: metrics are off: start this engine with --enable-metrics"}, line: "info     check slots-released: reduced for the engines above"},
 		{name: "missing family", readiness: 200, prefill: prefillMetrics(contract.MetricPrefillBootstrapQueue), decode: decodeMetrics(contract.MetricDecodeTransferQueue),
-			exit: doctor.ExitReduced, want: []string{"no " + contract.MetricDecodeTransferQueue + " family", "check slots-released: reduced"}},
+			exit: doctor.ExitReduced, want: []string{"no " + contract.MetricDecodeTransferQueue + " family"}, line: "info     check slots-released: reduced for the engines above"},
 		{name: "old gauge name", readiness: 200, prefill: prefillMetrics("sglang:num_prefill_prealloc_queue_reqs"), decode: decodeMetrics(""),
-			exit: doctor.ExitReduced, want: []string{"old gauge name sglang:num_prefill_prealloc_queue_reqs instead of " + contract.MetricPrefillBootstrapQueue, "check slots-released: reduced"}},
+			exit: doctor.ExitOK,
+			line: "old gauge name sglang:num_prefill_prealloc_queue_reqs instead of " + contract.MetricPrefillBootstrapQueue + " (SGLang before the rename): read as its alias, checks apply"},
 		{name: "router not ready", readiness: 503, prefill: prefillMetrics(contract.MetricPrefillBootstrapQueue), decode: decodeMetrics(""),
 			exit: doctor.ExitUnusable, want: []string{"health router: /readiness status 503: {\"status\":\"not ready\""}},
 		{name: "router without readiness", readiness: 0, prefill: prefillMetrics(contract.MetricPrefillBootstrapQueue), decode: decodeMetrics(""),
@@ -176,12 +191,15 @@ func TestDoctorCraftedSGLang(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, d := engineServer(t, "prefill", tc.prefill), engineServer(t, "decode", tc.decode)
 			ext := &target.External{Router: routerServer(t, tc.readiness), Metrics: []string{p + "/metrics", d + "/metrics"}}
+			if !tc.noRooms {
+				ext.Engines = []string{p, d}
+			}
 			r := doctor.Run(t.Context(), ext, doctor.Options{})
 			out := report(t, r)
 			if r.ExitCode() != tc.exit {
 				t.Errorf("exit %d, want %d", r.ExitCode(), tc.exit)
 			}
-			want := append([]string{"check rooms-terminal: skipped: needs /debug/rooms"}, tc.want...)
+			want := tc.want
 			probs := r.Problems()
 			if len(probs) != len(want) {
 				t.Errorf("%d problems %q, want %d", len(probs), probs, len(want))
@@ -190,6 +208,9 @@ func TestDoctorCraftedSGLang(t *testing.T) {
 				if !strings.Contains(out, w) {
 					t.Errorf("report lacks %q", w)
 				}
+			}
+			if tc.line != "" && !strings.Contains(out, tc.line) {
+				t.Errorf("report lacks %q", tc.line)
 			}
 			if !strings.Contains(out, "version "+p+": 0.5.4") {
 				t.Error("report lacks the SGLang version")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -15,31 +16,102 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// ParseMetrics reads the Prometheus text format into a check.Scrape.
+// ParseMetrics reads the Prometheus text format into a check.Scrape,
+// combining series as SGLang exports them: an old name (contract.
+// MetricAliases) is read as today's when today's is absent; a series with a
+// priority label that repeats a total without one is not counted again;
+// gauges are kept per rank besides their sum.
 func ParseMetrics(r io.Reader) (check.Scrape, error) {
 	tp := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := tp.TextToMetricFamilies(r)
 	if err != nil {
 		return check.Scrape{}, fmt.Errorf("parse metrics: %w", err)
 	}
-	s := check.Scrape{Gauges: map[string]float64{}, Counters: map[string]float64{}}
-	for name, f := range fams {
-		for _, m := range f.GetMetric() {
+	s := check.Scrape{Gauges: map[string]float64{}, Counters: map[string]float64{}, Ranks: map[string]map[string]float64{}}
+	aliases := contract.MetricAliases()
+	names := make([]string, 0, len(fams))
+	for n := range fams {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		f := fams[name]
+		canon := name
+		if to, ok := aliases[name]; ok {
+			if _, cur := fams[to]; cur {
+				continue // today's name wins
+			}
+			canon = to
+		}
+		for _, m := range withoutPriorityDuplicates(f.GetMetric()) {
+			labels := labelMap(m)
+			if et := labels[contract.LabelEngineType]; et != "" && s.EngineType == "" {
+				s.EngineType = et
+			}
+			var v float64
+			counter := false
 			switch f.GetType() {
 			case dto.MetricType_COUNTER:
-				s.Counters[name] += m.GetCounter().GetValue()
+				v, counter = m.GetCounter().GetValue(), true
 			case dto.MetricType_GAUGE:
-				s.Gauges[name] += m.GetGauge().GetValue()
+				v = m.GetGauge().GetValue()
 			case dto.MetricType_UNTYPED:
-				if strings.HasSuffix(name, "_total") {
-					s.Counters[name] += m.GetUntyped().GetValue()
-				} else {
-					s.Gauges[name] += m.GetUntyped().GetValue()
-				}
+				v, counter = m.GetUntyped().GetValue(), strings.HasSuffix(canon, "_total")
+			default:
+				continue
 			}
+			if counter {
+				s.Counters[canon] += v
+				continue
+			}
+			s.Gauges[canon] += v
+			if s.Ranks[canon] == nil {
+				s.Ranks[canon] = map[string]float64{}
+			}
+			s.Ranks[canon][check.RankKey(labels)] += v
 		}
 	}
 	return s, nil
+}
+
+// withoutPriorityDuplicates drops series with a priority label whose label
+// set without it also has a series (the total the priorities repeat). Where
+// only per-priority series exist they are kept, to be summed.
+func withoutPriorityDuplicates(ms []*dto.Metric) []*dto.Metric {
+	total := map[string]bool{}
+	for _, m := range ms {
+		if _, ok := labelMap(m)[contract.LabelPriority]; !ok {
+			total[labelKey(m)] = true
+		}
+	}
+	var out []*dto.Metric
+	for _, m := range ms {
+		if _, ok := labelMap(m)[contract.LabelPriority]; ok && total[labelKey(m)] {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func labelMap(m *dto.Metric) map[string]string {
+	out := make(map[string]string, len(m.GetLabel()))
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
+// labelKey is a series' labels without priority, in a fixed order.
+func labelKey(m *dto.Metric) string {
+	var parts []string
+	for _, l := range m.GetLabel() {
+		if l.GetName() != contract.LabelPriority {
+			parts = append(parts, l.GetName()+"="+l.GetValue())
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
 }
 
 // scrapeURL GETs a /metrics URL and parses it.

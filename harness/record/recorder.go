@@ -45,6 +45,7 @@ type Recorder struct {
 	last   map[string]check.Scrape
 	rooms  map[string]check.RoomsSnap
 	wedges []check.Wedge
+	ended  map[string]map[uint64]time.Time // per source: ended rooms logged, by last update
 }
 
 // Run records until ctx ends.
@@ -87,7 +88,8 @@ func (r *Recorder) Once(ctx context.Context) {
 	start := r.Log.Since()
 	murls, eurls := r.Target.MetricsURLs(), r.Target.EngineURLs()
 	scrapes := make([]check.Scrape, len(murls))
-	rooms := make([]check.RoomsSnap, len(eurls))
+	full := make([]contract.RoomsResponse, len(eurls))
+	rerrs := make([]error, len(eurls))
 	var g errgroup.Group
 	for i, u := range murls {
 		g.Go(func() error {
@@ -101,7 +103,7 @@ func (r *Recorder) Once(ctx context.Context) {
 	}
 	for i, u := range eurls {
 		g.Go(func() error {
-			rooms[i] = snapRooms(ctx, c, u, false)
+			full[i], rerrs[i] = fetchRooms(ctx, c, u)
 			return nil
 		})
 	}
@@ -118,7 +120,12 @@ func (r *Recorder) Once(ctx context.Context) {
 			wedges = append(wedges, r.Watchdog.Observe(at, u, s)...)
 		}
 	}
+	rooms := make([]check.RoomsSnap, len(eurls))
 	for i, u := range eurls {
+		if rerrs[i] == nil && r.Watchdog != nil {
+			wedges = append(wedges, r.Watchdog.ObserveRooms(at, u, full[i].Role, full[i].Held)...)
+		}
+		rooms[i] = r.snap(u, full[i], rerrs[i], false)
 		rs := rooms[i]
 		r.Log.Add(check.Event{T: at, Type: check.EvRooms, Source: u, Rooms: &rs})
 	}
@@ -145,9 +152,10 @@ func (r *Recorder) Once(ctx context.Context) {
 	}
 }
 
-// snapRooms fetches one engine's rooms; full keeps held rooms' histories.
-func snapRooms(ctx context.Context, c *http.Client, base string, full bool) check.RoomsSnap {
-	rr, err := fetchRooms(ctx, c, base)
+// snap turns one engine's rooms into a log record: full keeps held rooms'
+// histories; Ended gets the cleared rooms not logged yet for source (or
+// changed since, by a late event), with their histories.
+func (r *Recorder) snap(source string, rr contract.RoomsResponse, err error, full bool) check.RoomsSnap {
 	if err != nil {
 		return check.RoomsSnap{Err: err.Error()}
 	}
@@ -156,6 +164,23 @@ func snapRooms(ctx context.Context, c *http.Client, base string, full bool) chec
 		for i := range s.Held {
 			s.Held[i].Events = nil
 		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended == nil {
+		r.ended = map[string]map[uint64]time.Time{}
+	}
+	logged := r.ended[source]
+	if logged == nil {
+		logged = map[uint64]time.Time{}
+		r.ended[source] = logged
+	}
+	for _, c := range rr.Cleared {
+		if t, ok := logged[c.Room]; ok && t.Equal(c.Updated) {
+			continue
+		}
+		logged[c.Room] = c.Updated
+		s.Ended = append(s.Ended, c)
 	}
 	return s
 }
@@ -214,8 +239,31 @@ func (r *Recorder) Latest() map[string]check.Scrape {
 // of every engine, for rooms-terminal.
 func (r *Recorder) FinalRooms(ctx context.Context) {
 	c := r.httpClient()
-	for _, u := range r.Target.EngineURLs() {
-		rs := snapRooms(ctx, c, u, true)
+	urls := r.Target.EngineURLs()
+	resps := make([]contract.RoomsResponse, len(urls))
+	errs := make([]error, len(urls))
+	held := map[uint64]bool{}
+	for i, u := range urls {
+		resps[i], errs[i] = fetchRooms(ctx, c, u)
+		for _, h := range resps[i].Held {
+			held[h.Room] = true
+		}
+	}
+	for i, u := range urls {
+		rs := r.snap(u, resps[i], errs[i], true)
+		if errs[i] == nil {
+			// A room one engine still holds may be cleared on its peer: keep
+			// the peer's history of it, so reports show both sides.
+			for _, cl := range resps[i].Cleared {
+				if held[cl.Room] && len(rs.PeerCleared) < maxPeerCleared {
+					rs.PeerCleared = append(rs.PeerCleared, cl)
+				}
+			}
+		}
 		r.Log.Add(check.Event{Type: check.EvRooms, Source: u, Rooms: &rs})
 	}
 }
+
+// maxPeerCleared bounds the cleared rooms a final snapshot keeps because a
+// peer still holds them.
+const maxPeerCleared = 200

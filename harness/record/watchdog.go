@@ -11,24 +11,60 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Watchdog watches scrapes for wedges. It is pure: Observe takes the time,
-// so it is table-tested without a clock. A gauge is stuck when it is above 0
-// and neither it nor the source's progress counters moved for Window; each
-// stuck episode is flagged once, at the first scrape that shows it.
+// Watchdog watches scrapes and room snapshots for wedges. It is pure:
+// Observe and ObserveRooms take the time, so it is table-tested without a
+// clock. It flags, each episode once, at the first observation that shows it:
+//   - a gauge above 0 while neither it nor the source's progress counters
+//     moved for Window (the engine stopped);
+//   - waiting requests (Queues, summed) grown above their count when the
+//     source last completed anything (Completions moved), Window after that
+//     (pages exhausted, requests waiting, while other work may go on);
+//     judged only on a source whose completions ever moved (decode);
+//   - a held room in one state longer than its deadline plus Margin, where
+//     the target shows room state (ObserveRooms).
 type Watchdog struct {
 	// Window is how long a gauge may sit still; zero means 5s.
 	Window time.Duration
 	// Gauges and Progress default to contract.SlotGauges and contract.ProgressCounters.
 	Gauges   []string
 	Progress []string
+	// Queues default to contract.QueueGauges; Completions to
+	// sglang:generation_tokens_total.
+	Queues      []string
+	Completions []string
+	// Deadlines bounds a room's time in one state, by RoomDeadlineKey(role,
+	// state), from the scenario's engine config. States without one are not
+	// judged; nil (an external target) judges no room.
+	Deadlines map[string]time.Duration
+	// Margin is added to every deadline; zero means 2s.
+	Margin time.Duration
+	// BaseWall is the run's base wall time, to place rooms' updates.
+	BaseWall time.Time
 
-	src map[string]*srcState
+	src   map[string]*srcState
+	rooms map[string]map[uint64]*roomState
 }
+
+// RoomDeadlineKey keys Watchdog.Deadlines: "prefill/Bootstrapping".
+func RoomDeadlineKey(role, state string) string { return role + "/" + state }
 
 type srcState struct {
 	progress   float64
 	progressAt time.Duration
 	gauges     map[string]*gaugeState
+	// queue growth
+	queueSeen    bool
+	completions  float64
+	completedAt  time.Duration
+	queueThen    float64
+	everComplete bool
+	queueFired   bool
+}
+
+type roomState struct {
+	state string
+	since time.Duration
+	fired bool
 }
 
 type gaugeState struct {
@@ -70,7 +106,7 @@ func (w *Watchdog) Observe(at time.Duration, source string, s check.Scrape) []ch
 			g.fired = false
 		}
 	}
-	var out []check.Wedge
+	out := w.queueGrowth(at, source, st, s)
 	for _, name := range w.Gauges {
 		v := s.Gauges[name]
 		g, ok := st.gauges[name]
@@ -84,6 +120,83 @@ func (w *Watchdog) Observe(at time.Duration, source string, s check.Scrape) []ch
 			out = append(out, check.Wedge{Source: source, Gauge: name, Value: v, Since: since, At: at})
 		}
 	}
+	return out
+}
+
+// queueGrowth flags waiting requests that grew while the source completed
+// nothing for Window.
+func (w *Watchdog) queueGrowth(at time.Duration, source string, st *srcState, s check.Scrape) []check.Wedge {
+	queues, comps := w.Queues, w.Completions
+	if queues == nil {
+		queues = contract.QueueGauges()
+	}
+	if comps == nil {
+		comps = []string{contract.MetricGenerationTokens}
+	}
+	var q, c float64
+	for _, g := range queues {
+		q += s.Gauges[g]
+	}
+	for _, n := range comps {
+		c += s.Counters[n]
+	}
+	switch {
+	case !st.queueSeen:
+		st.queueSeen = true
+		st.completions, st.completedAt, st.queueThen, st.everComplete = c, at, q, c > 0
+		return nil
+	case c != st.completions:
+		st.completions, st.completedAt, st.queueThen, st.queueFired = c, at, q, false
+		st.everComplete = true
+		return nil
+	}
+	if !st.everComplete || st.queueFired || q <= st.queueThen || at-st.completedAt < w.Window {
+		return nil
+	}
+	st.queueFired = true
+	return []check.Wedge{{Kind: check.WedgeQueue, Source: source, Gauge: "waiting requests", Value: q, Since: st.completedAt, At: at}}
+}
+
+// ObserveRooms feeds one rooms snapshot (held rooms with their histories)
+// of source, an engine of role, taken at offset at, and returns the rooms
+// it finds past their state's deadline plus Margin. A room's time in a
+// state counts from the earlier of when it was first seen in it and its
+// last update, both no earlier than it entered the state, so a room is
+// never flagged early.
+func (w *Watchdog) ObserveRooms(at time.Duration, source, role string, held []contract.RoomRecord) []check.Wedge {
+	if w.Deadlines == nil {
+		return nil
+	}
+	if w.rooms == nil {
+		w.rooms = map[string]map[uint64]*roomState{}
+	}
+	margin := w.Margin
+	if margin <= 0 {
+		margin = 2 * time.Second
+	}
+	prev := w.rooms[source]
+	cur := make(map[uint64]*roomState, len(held))
+	var out []check.Wedge
+	for _, r := range held {
+		st, ok := prev[r.Room]
+		if !ok || st.state != r.State {
+			since := at
+			if !w.BaseWall.IsZero() && !r.Updated.IsZero() {
+				since = min(since, r.Updated.Sub(w.BaseWall))
+			}
+			st = &roomState{state: r.State, since: since}
+		}
+		cur[r.Room] = st
+		d, ok := w.Deadlines[RoomDeadlineKey(role, r.State)]
+		if !ok || st.fired || at-st.since <= d+margin {
+			continue
+		}
+		st.fired = true
+		out = append(out, check.Wedge{Kind: check.WedgeRoom, Source: source, Room: r.Room, Role: role, State: r.State,
+			Value: (at - st.since).Seconds(), Since: st.since, At: at, Deadline: d,
+			Events: append([]contract.Event(nil), r.Events...)})
+	}
+	w.rooms[source] = cur
 	return out
 }
 

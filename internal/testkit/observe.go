@@ -145,3 +145,11 @@ func Drained(ctx context.Context, t Target) error {
 	}
 	return nil
 }
+
+// Probes reads base's /debug/probes: every code probe of the role with its
+// hits.
+func Probes(ctx context.Context, base string) (contract.ProbesResponse, error) {
+	var r contract.ProbesResponse
+	err := GetJSON(ctx, base+contract.PathDebugProbes, &r)
+	return r, err
+}

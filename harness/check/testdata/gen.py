@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Regenerates the recorded event logs the checker tests read.
 
-good.jsonl passes every checker; bad-<check>.jsonl breaks exactly that
-checker (faults-verified and load-floor are inconclusive by design)."""
+good.jsonl passes every checker; bad-<check>[-<how>].jsonl breaks exactly
+that checker (faults-verified and load-floor are inconclusive by design);
+incon-<how>.jsonl makes one checker inconclusive. Logs keep gauges per TP
+rank (two ranks), an idle baseline scrape before load, decode's page
+accounting and ended rooms with their histories; old-*.jsonl are logs as
+the recorder wrote them before that (sums only, no ended rooms)."""
 import copy, json
 
 S = 1_000_000_000
@@ -14,25 +18,101 @@ GAUGES = ["sglang:num_prefill_bootstrap_queue_reqs", "sglang:num_prefill_infligh
           "sglang:num_running_reqs", "sglang:num_queue_reqs", "pdchaos:decode_pages_awaiting_ack_reqs",
           "sglang:token_usage"]
 
-def scrape(t, src, busy, tokens):
+PAGES = 100  # pages per decode rank
+RANKS = ["tp_rank=0", "tp_rank=1"]
+
+def old_scrape(t, src, busy, tokens):
     g = {k: 0.0 for k in GAUGES}
     if busy:
         g["sglang:num_running_reqs"] = busy
     return {"t": t, "type": "scrape", "source": src,
             "scrape": {"gauges": g, "counters": {"sglang:generation_tokens_total": tokens}}}
 
+def scrape(t, src, busy, tokens):
+    """One engine's scrape as the recorder writes it now: sums plus ranks."""
+    decode = src == D
+    ranks = {k: {r: 0.0 for r in RANKS} for k in GAUGES}
+    if busy:
+        for r in RANKS:
+            ranks["sglang:num_running_reqs"][r] = busy
+    if decode:
+        used = 4 * busy
+        for r in RANKS:
+            ranks["sglang:token_usage"][r] = used / PAGES
+        for k, v in (("pdchaos:decode_pages_used", used), ("pdchaos:decode_pages_free", PAGES - used),
+                     ("pdchaos:decode_pages_total", PAGES), ("pdchaos:decode_pages_owned_twice", 0)):
+            ranks[k] = {r: float(v) for r in RANKS}
+    s = {"t": t, "type": "scrape", "source": src,
+         "scrape": {"gauges": {}, "counters": {"sglang:generation_tokens_total": tokens},
+                    "ranks": ranks, "engine_type": "decode" if decode else "prefill"}}
+    resum(s)
+    return s
+
+def resum(s):
+    sc = s["scrape"]
+    sc["gauges"] = {k: sum(v.values()) for k, v in sc["ranks"].items()}
+
+def wall(ns):
+    """The wall time of offset ns from BASE."""
+    sec, frac = divmod(ns, S)
+    return "2026-11-29T10:%02d:%02d.%09dZ" % (sec // 60, sec % 60, frac)
+
+def ended(r, side, events, last_state):
+    ats = [e["at"] for e in events]
+    return {"room": r, "side": side, "state": "cleared", "ranks": {}, "cleared": True, "last_state": last_state,
+            "events": events, "created": ats[0], "updated": ats[-1]}
+
+def ev(ns, side, kind, state, detail=""):
+    e = {"at": wall(ns), "side": side, "rank": 0, "kind": kind, "state": state}
+    if detail:
+        e["detail"] = detail
+    return e
+
+def room_ends(outs, prefill_cancelled=True):
+    """Ended records of every outcome's room on both sides. A cancelled
+    request records the client's abort on each side 20ms after the cancel
+    (prefill only if the router cancels prefill's request), then ends."""
+    pre, dec = [], []
+    for o in outs:
+        if not o.get("has_room"):
+            continue
+        r, st, end = o["room"], o["start"], o["end"]
+        if o["kind"] == "cancelled":
+            p = [ev(st + 1000, "prefill", "status", "Bootstrapping")]
+            if prefill_cancelled:
+                p += [ev(end + 20_000_000, "prefill", "abort-request", "Bootstrapping", "client gone"),
+                      ev(end + 30_000_000, "prefill", "clear", "Failed", "local abort")]
+            else:
+                p += [ev(end + 25_000_000, "prefill", "abort-received", "Bootstrapping", "ABORT from decode"),
+                      ev(end + 30_000_000, "prefill", "clear", "Failed", "aborted")]
+            d = [ev(st + 1000, "decode", "status", "Bootstrapping"),
+                 ev(end + 20_000_000, "decode", "abort-request", "Bootstrapping", "client gone"),
+                 ev(end + 22_000_000, "decode", "abort-sent", "Failed"),
+                 ev(end + 30_000_000, "decode", "clear", "Failed", "aborted")]
+            pre.append(ended(r, "prefill", p, "Failed"))
+            dec.append(ended(r, "decode", d, "Failed"))
+        else:
+            pre.append(ended(r, "prefill", [ev(st + 1000, "prefill", "status", "Bootstrapping"),
+                                            ev(st + 2000, "prefill", "clear", "Success", "done")], "Success"))
+            dec.append(ended(r, "decode", [ev(st + 1000, "decode", "status", "Bootstrapping"),
+                                           ev(st + 3000, "decode", "clear", "Success", "committed")], "Success"))
+    return pre, dec
+
 def room(r, state, events=None):
     return {"room": r, "side": "prefill", "state": state, "ranks": {"0": state}, "cleared": False,
             "last_state": "", "events": events or [], "created": "2026-11-29T10:00:01Z",
             "updated": "2026-11-29T10:00:03Z"}
 
-def good():
-    ev = [{"t": 1, "type": "run", "run": {"scenario": "testdata", "seed": 42, "target": "bundled", "base_wall": BASE}},
-          {"t": 2, "type": "phase", "phase": "warmup"}]
+def good(old=False):
+    sc = old_scrape if old else scrape
+    ev = [{"t": 1, "type": "run", "run": {"scenario": "testdata", "seed": 42, "target": "bundled", "base_wall": BASE}}]
+    if not old:
+        ev += [sc(100, P, 0, 0), sc(100, D, 0, 0)]  # the idle baseline, before load
+    ev.append({"t": 2, "type": "phase", "phase": "warmup"})
     for i in range(8):
         t = (i + 1) * S // 4
         busy = 3 if i < 6 else 0
-        ev += [scrape(t, P, busy, i * 10), scrape(t, D, busy, i * 100)]
+        ev += [sc(t, P, busy, i * 10), sc(t, D, busy, i * 100)]
         ev.append({"t": t, "type": "rooms", "source": PE,
                    "rooms": {"role": "prefill", "held": [room(100 + i, "Transferring")] if busy else [], "cleared": i}})
     ev.append({"t": 2 * S, "type": "fault", "fault": {"window": 0, "fault": "pause-transfer-workers(prefill/-1/worker=-1)",
@@ -49,11 +129,15 @@ def good():
         if i == 29:
             o.update(kind="error", status=503, message="decode failed")
         ev.append({"t": o["end"], "type": "outcome", "outcome": o})
+    if not old:
+        pre, dec = room_ends([e["outcome"] for e in ev if e["type"] == "outcome"])
+        ev += [{"t": 3 * S - 1, "type": "rooms", "source": PE, "rooms": {"role": "prefill", "held": [], "cleared": 30, "ended": pre}},
+               {"t": 3 * S - 1, "type": "rooms", "source": DE, "rooms": {"role": "decode", "held": [], "cleared": 30, "ended": dec}}]
     ev += [{"t": 3 * S, "type": "phase", "phase": "drain"},
            {"t": 3 * S + 1, "type": "drain", "drain": {"settled": True, "waited": 100}}]
     for i in range(3):
         ev.append({"t": 3 * S + 10 + i, "type": "probe", "probe": {"ok": True, "latency": 5_000_000}})
-    ev += [scrape(4 * S, P, 0, 100), scrape(4 * S, D, 0, 1000),
+    ev += [sc(4 * S, P, 0, 100), sc(4 * S, D, 0, 1000),
            {"t": 4 * S + 1, "type": "rooms", "source": PE, "rooms": {"role": "prefill", "held": [], "cleared": 12, "final": True}},
            {"t": 4 * S + 2, "type": "rooms", "source": DE, "rooms": {"role": "decode", "held": [], "cleared": 12, "final": True}},
            {"t": 4 * S + 3, "type": "leaks", "leaks": {"checked": True, "leaked": 0}},
@@ -79,11 +163,74 @@ fin["rooms"]["held"] = [room(42, "WaitingForInput", [
     {"at": "2026-11-29T10:00:03Z", "side": "prefill", "rank": 0, "kind": "status", "state": "WaitingForInput", "detail": "metadata"}])]
 write("bad-rooms-terminal.jsonl", b)
 
+def last_decode(b):
+    return find(b, lambda e: e["type"] == "scrape" and e["source"] == D)[-1]
+
 b = copy.deepcopy(g)
-last = find(b, lambda e: e["type"] == "scrape" and e["source"] == D)[-1]
-last["scrape"]["gauges"]["sglang:num_decode_prealloc_queue_reqs"] = 3
+last = last_decode(b)
+last["scrape"]["ranks"]["sglang:num_decode_prealloc_queue_reqs"]["tp_rank=0"] = 3
+resum(last)
 b.insert(-1, {"t": 4 * S, "type": "wedge", "source": D, "wedge": {"source": D, "gauge": "sglang:num_decode_prealloc_queue_reqs", "value": 3, "since": 2 * S, "at": 3 * S}})
 write("bad-slots-released.jsonl", b)
+
+# Pages released twice on rank 1: its KV usage ends below the baseline.
+b = copy.deepcopy(g)
+last = last_decode(b)
+last["scrape"]["ranks"]["sglang:token_usage"]["tp_rank=1"] = -0.02
+resum(last)
+write("bad-slots-released-rank-below.jsonl", b)
+
+# One rank above its baseline, the other below: the sums are back to 0.
+b = copy.deepcopy(g)
+last = last_decode(b)
+last["scrape"]["ranks"]["sglang:token_usage"].update({"tp_rank=0": 0.02, "tp_rank=1": -0.02})
+last["scrape"]["ranks"]["sglang:num_running_reqs"].update({"tp_rank=0": 1, "tp_rank=1": -1})
+resum(last)
+write("bad-slots-released-rank-sum-zero.jsonl", b)
+
+# Pages freed twice on rank 1 mid-run: listed free twice, then owned twice,
+# and the counts no longer add up to the pool; by the end it looks clean.
+b = copy.deepcopy(g)
+mid = find(b, lambda e: e["type"] == "scrape" and e["source"] == D)[4]
+r = mid["scrape"]["ranks"]
+r["pdchaos:decode_pages_owned_twice"]["tp_rank=1"] = 2
+r["pdchaos:decode_pages_free"]["tp_rank=1"] += 2
+resum(mid)
+write("bad-slots-released-pages-owned-twice.jsonl", b)
+
+# A family the check needs is absent on decode: inconclusive, not a pass.
+b = copy.deepcopy(g)
+last = last_decode(b)
+del last["scrape"]["ranks"]["sglang:num_decode_transfer_queue_reqs"]
+resum(last)
+write("incon-slots-released-missing-family.jsonl", b)
+
+# A router that stops cancelling prefill's request: decode's ABORT still
+# fails prefill's room, but prefill never records the client's abort.
+b = copy.deepcopy(g)
+pre, _ = room_ends([e["outcome"] for e in b if e["type"] == "outcome"], prefill_cancelled=False)
+find(b, lambda e: e["type"] == "rooms" and e["source"] == PE and "ended" in e["rooms"])[0]["rooms"]["ended"] = pre
+write("bad-cancels-reached.jsonl", b)
+
+# A cancel that never reaches prefill: its room ends only by the bootstrap
+# deadline, 10s later.
+b = copy.deepcopy(g)
+pre = find(b, lambda e: e["type"] == "rooms" and e["source"] == PE and "ended" in e["rooms"])[0]["rooms"]["ended"]
+o = find(b, lambda e: e["type"] == "outcome" and e["outcome"]["kind"] == "cancelled")[0]["outcome"]
+rec = [r for r in pre if r["room"] == o["room"]][0]
+rec["events"] = [ev(o["start"] + 1000, "prefill", "status", "Bootstrapping"),
+                 ev(o["end"] + 10 * S, "prefill", "status", "Failed", "bootstrap timeout"),
+                 ev(o["end"] + 10 * S + 1000, "prefill", "clear", "Failed", "bootstrap timeout")]
+rec["updated"] = rec["events"][-1]["at"]
+write("bad-cancels-reached-deadline.jsonl", b)
+
+# Logs as the recorder wrote them before ranks and ended rooms.
+og = good(old=True)
+write("old-good.jsonl", og)
+b = copy.deepcopy(og)
+last = last_decode(b)
+last["scrape"]["gauges"]["sglang:num_decode_prealloc_queue_reqs"] = 3
+write("old-bad-slots-released.jsonl", b)
 
 b = copy.deepcopy(g)
 find(b, lambda e: e["type"] == "probe")[1]["probe"] = {"ok": False, "latency": 5 * S, "error": "probe 1: no answer within 5s"}

@@ -1,0 +1,384 @@
+package contract
+
+import (
+	_ "embed"
+	"strings"
+)
+
+// ProbeID indexes a code probe: a named failure-handling branch of the
+// bundled engine (an abort, a failure, a timeout or backstop, a late,
+// duplicate or unknown message, a peer loss, a restart or a release). The
+// engine counts hits in an array indexed by ProbeID, so a hit is one atomic
+// add with no lookup; the names and docs live here, where the CLI and the
+// harness read them without importing the engine. FoundationDB's TEST()
+// code probes are the model: a probe no gate scenario hits fails the gate.
+type ProbeID uint16
+
+// Probe IDs, in table order (Probes). Prefill's first, then decode's, then
+// the router's.
+const (
+	ProbePrefillLoopDead ProbeID = iota
+	ProbePrefillAbortKillsLoop
+	ProbePrefillMalformedKillsLoop
+	ProbePrefillMalformedControl
+	ProbePrefillRegistrationDuplicate
+	ProbePrefillDecodeRestarted
+	ProbePrefillMetadataAfterAbort
+	ProbePrefillMetadataUnknownAgent
+	ProbePrefillMetadataDuplicate
+	ProbePrefillMetadataBeforeRequest
+	ProbePrefillAbortHeldRoom
+	ProbePrefillAbortUnknownRoom
+	ProbePrefillAbortDuplicate
+	ProbePrefillAbortAfterSuccess
+	ProbePrefillAbortOrphanCleared
+	ProbePrefillAbortAckDeferred
+	ProbePrefillLocalAbort
+	ProbePrefillLocalAbortUnknown
+	ProbePrefillAddDuplicateRid
+	ProbePrefillAddRoomInUse
+	ProbePrefillStatusTombstone
+	ProbePrefillAbortDropped
+	ProbePrefillLateWriteDropped
+	ProbePrefillLateWriteReinserts
+	ProbePrefillCreatedAfterAbort
+	ProbePrefillFailedSticky
+	ProbePrefillFailedRevived
+	ProbePrefillUnknownRoomWaiting
+	ProbePrefillTombstoneExpired
+	ProbePrefillBootstrapTimeout
+	ProbePrefillBootstrapFailed
+	ProbePrefillFailedBeforeForward
+	ProbePrefillInflightTimeout
+	ProbePrefillTransferFailed
+	ProbePrefillFailNotice
+	ProbePrefillFailNoticeDeferred
+	ProbePrefillOrphanInfoSwept
+	ProbePrefillOrphanStatusSwept
+	ProbePrefillNoTransferInfo
+	ProbePrefillWorkerSkipDead
+	ProbePrefillWorkerSendAborted
+	ProbePrefillTransferError
+	ProbePrefillTransferErrorClears
+	ProbePrefillAckAfterDrain
+	ProbePrefillFailNoticeAfterDrain
+	ProbePrefillKVDialFailed
+	ProbePrefillKVWriteFailed
+	ProbePrefillKVReadFailed
+	ProbePrefillChunkRefused
+	ProbePrefillClientGone
+	ProbePrefillAbortEndpoint
+	ProbePrefillRouteUnknownRank
+	ProbePrefillNoticeQueueFull
+	ProbePrefillNoticeConnectFailed
+	ProbePrefillNoticeSendFailed
+
+	ProbeDecodeAddDuplicateRid
+	ProbeDecodeAddRoomInUse
+	ProbeDecodeAddTooLong
+	ProbeDecodeAbort
+	ProbeDecodeAbortUnknown
+	ProbeDecodeAbortFlipOnly
+	ProbeDecodeAbortRank0Early
+	ProbeDecodeSchedulerHung
+	ProbeDecodeRanksDesynced
+	ProbeDecodeAbortAfterFinish
+	ProbeDecodeKVChanged
+	ProbeDecodeAckTimeoutFree
+	ProbeDecodePreallocSkipFlipped
+	ProbeDecodePreallocWaitPages
+	ProbeDecodeWaitingTimeout
+	ProbeDecodeTransferFailed
+	ProbeDecodeAbortInPrealloc
+	ProbeDecodeAbortInTransfer
+	ProbeDecodeAbortWhileRunning
+	ProbeDecodeFreeBeforeAck
+	ProbeDecodeChunkUnknownRoom
+	ProbeDecodeChunkWrongStage
+	ProbeDecodeForeignWrite
+	ProbeDecodeChunkOverrun
+	ProbeDecodeChunkStaleAgent
+	ProbeDecodeAuxInactive
+	ProbeDecodeMalformedNotice
+	ProbeDecodeAckFreesPages
+	ProbeDecodeAckUnknownRoom
+	ProbeDecodeAckDuplicate
+	ProbeDecodeFailNotice
+	ProbeDecodeFailNoticeUnknownRoom
+	ProbeDecodeFailNoticeIgnored
+	ProbeDecodeStatusNotFailed
+	ProbeDecodePrefillLostRoom
+	ProbeDecodeFailedSticky
+	ProbeDecodeStatusUnexpected
+	ProbeDecodeHeartbeatMiss
+	ProbeDecodePrefillLost
+	ProbeDecodeRouteFailed
+	ProbeDecodeClientGone
+	ProbeDecodeAbortEndpoint
+	ProbeDecodeKVReadError
+	ProbeDecodeKVWrongRank
+	ProbeDecodeKVReplyFailed
+	ProbeDecodeControlNoRoute
+	ProbeDecodeControlQueueFull
+	ProbeDecodeControlConnectFailed
+	ProbeDecodeControlSendFailed
+
+	ProbeRouterPrefillFailed
+	ProbeRouterClientLeftEarly
+	ProbeRouterClientLeftMidAnswer
+	ProbeRouterDecodeFailed
+	ProbeRouterDecodeErrorStatus
+	ProbeRouterUpstreamError
+	ProbeRouterStreamEndedEarly
+	ProbeRouterBadEvent
+
+	probeCount
+)
+
+// NumProbes is the number of probes: the length of an engine's counter
+// array.
+const NumProbes = int(probeCount)
+
+// Probe sides: the role whose code holds the branch.
+const (
+	SidePrefill = "prefill"
+	SideDecode  = "decode"
+	SideRouter  = "router"
+)
+
+// Probe documents one code probe.
+type Probe struct {
+	// ID indexes the engine's counters.
+	ID ProbeID `json:"-"`
+	// Name is side/kebab-case, unique; metrics and reports use it.
+	Name string `json:"name"`
+	// Side is the role whose code holds the branch.
+	Side string `json:"side"`
+	// Doc says in one line what the branch handles.
+	Doc string `json:"doc"`
+	// Regression, when set, names the known regression only with which the
+	// branch exists (the fixed engine never takes it).
+	Regression string `json:"regression,omitempty"`
+	// Sites are the probe's places in the engine source, "path:line" from
+	// the repository root (probe_sites.txt, which a test keeps true).
+	Sites []string `json:"sites"`
+}
+
+// probeSites is "name path:line" per call site, maintained by
+// TestProbeSites (PDCHAOS_UPDATE_PROBES=1 go test ./contract/ -run
+// TestProbeSites rewrites it from the engine source).
+//
+//go:embed probe_sites.txt
+var probeSites string
+
+// Probes returns the probe table in ProbeID order, each with its sites.
+func Probes() []Probe {
+	t := probeTable()
+	sites := ProbeSites()
+	for i := range t {
+		t[i].Sites = sites[t[i].Name]
+	}
+	return t
+}
+
+// ProbeSites parses the embedded site list: probe name → "path:line"s.
+func ProbeSites() map[string][]string {
+	out := map[string][]string{}
+	for _, line := range strings.Split(probeSites, "\n") {
+		name, site, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if ok && !strings.HasPrefix(name, "#") {
+			out[name] = append(out[name], site)
+		}
+	}
+	return out
+}
+
+// ProbesOf returns the probes of one side, in table order.
+func ProbesOf(side string) []Probe {
+	var out []Probe
+	for _, p := range Probes() {
+		if p.Side == side {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// LookupProbe finds a probe by name.
+func LookupProbe(name string) (Probe, bool) {
+	for _, p := range Probes() {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Probe{}, false
+}
+
+// String is the probe's name.
+func (id ProbeID) String() string {
+	if int(id) < NumProbes {
+		return probeTable()[id].Name
+	}
+	return "probe-unknown"
+}
+
+// ProbeHit is one probe's hit count as /debug/probes reports it.
+type ProbeHit struct {
+	Name string `json:"name"`
+	Hits int64  `json:"hits"`
+}
+
+// ProbesResponse is the body of PathDebugProbes: every probe of the role,
+// hit or not.
+type ProbesResponse struct {
+	Role   string     `json:"role"`
+	Probes []ProbeHit `json:"probes"`
+}
+
+func pp(id ProbeID, name, doc string) Probe {
+	side, _, _ := strings.Cut(name, "/")
+	return Probe{ID: id, Name: name, Side: side, Doc: doc}
+}
+
+func pr(id ProbeID, name, regression, doc string) Probe {
+	p := pp(id, name, doc)
+	p.Regression = regression
+	return p
+}
+
+// probeTable is the one list of probes, in ProbeID order.
+func probeTable() []Probe {
+	return []Probe{
+		pr(ProbePrefillLoopDead, "prefill/loop-dead", BootstrapThreadDeath, "a control message reached a bootstrap loop that already died; nothing reads it"),
+		pr(ProbePrefillAbortKillsLoop, "prefill/abort-kills-loop", BootstrapThreadDeath, "the loop checked the guard before knowing ABORT and died on one"),
+		pr(ProbePrefillMalformedKillsLoop, "prefill/malformed-kills-loop", BootstrapThreadDeath, "a control message that does not parse killed the bootstrap loop"),
+		pp(ProbePrefillMalformedControl, "prefill/malformed-control", "a control message that does not parse (or names an unregistered agent) is counted and dropped; the loop carries on"),
+		pp(ProbePrefillRegistrationDuplicate, "prefill/registration-duplicate", "a registration for an agent already registered is ignored (first wins)"),
+		pp(ProbePrefillDecodeRestarted, "prefill/decode-restarted", "a new agent registered at the notify address of another: decode restarted under a new name"),
+		pp(ProbePrefillMetadataAfterAbort, "prefill/metadata-after-abort", "TransferInfo for a room decode already aborted (tombstoned) is ignored"),
+		pp(ProbePrefillMetadataUnknownAgent, "prefill/metadata-unknown-agent", "TransferInfo from an agent that never registered is refused"),
+		pp(ProbePrefillMetadataDuplicate, "prefill/metadata-duplicate", "a second TransferInfo for a room replaces the first"),
+		pp(ProbePrefillMetadataBeforeRequest, "prefill/metadata-before-request", "TransferInfo arrived before prefill's request for the room: the room is opened by decode's message"),
+		pp(ProbePrefillAbortHeldRoom, "prefill/abort-held-room", "decode's ABORT for a room prefill holds a request for fails it on that rank"),
+		pp(ProbePrefillAbortUnknownRoom, "prefill/abort-unknown-room", "decode's ABORT for a room prefill does not know (not created yet, or cleared)"),
+		pp(ProbePrefillAbortDuplicate, "prefill/abort-duplicate", "ABORT for a room already failed or tombstoned (duplicate ABORT, or after a local abort)"),
+		pp(ProbePrefillAbortAfterSuccess, "prefill/abort-after-success", "late ABORT for a room whose transfer already succeeded: the room is left alone"),
+		pp(ProbePrefillAbortOrphanCleared, "prefill/abort-orphan-cleared", "ABORT for a room only decode's messages opened: cleared at once and tombstoned"),
+		pp(ProbePrefillAbortAckDeferred, "prefill/abort-ack-deferred", "ABORT while a worker holds a chunk of the room: the ACK waits until the write drains"),
+		pp(ProbePrefillLocalAbort, "prefill/local-abort", "the scheduler's own abort (client gone, /abort_request) fails the room on every rank"),
+		pp(ProbePrefillLocalAbortUnknown, "prefill/local-abort-unknown", "an abort for a rid prefill does not hold (finished, or never added) changes nothing"),
+		pp(ProbePrefillAddDuplicateRid, "prefill/add-duplicate-rid", "a request whose rid prefill already holds is refused"),
+		pp(ProbePrefillAddRoomInUse, "prefill/add-room-in-use", "a request for a room another request holds is refused"),
+		pp(ProbePrefillStatusTombstone, "prefill/status-tombstone", "a Failed write for an absent room leaves a tombstone instead of being dropped"),
+		pr(ProbePrefillAbortDropped, "prefill/abort-dropped", AbortBeforeStatus, "a Failed write for an absent room is dropped (upstream #24539)"),
+		pp(ProbePrefillLateWriteDropped, "prefill/late-write-dropped", "a transfer worker's status write for a cleared room is dropped, never re-inserting it"),
+		pr(ProbePrefillLateWriteReinserts, "prefill/late-write-reinserts", StatusResurrection, "a transfer worker's late write re-inserts a cleared room"),
+		pp(ProbePrefillCreatedAfterAbort, "prefill/created-after-abort", "a room created after its ABORT starts Failed (the tombstone wins)"),
+		pp(ProbePrefillFailedSticky, "prefill/failed-sticky", "a write to a Failed room changes nothing: Failed is sticky until clear"),
+		pr(ProbePrefillFailedRevived, "prefill/failed-revived", StatusResurrection, "a later write revives a Failed room (also abort-before-status: the sender max-merges over Failed)"),
+		pr(ProbePrefillUnknownRoomWaiting, "prefill/unknown-room-waiting", UnknownRoomWaiting, "the status of an absent room reads WaitingForInput instead of Failed"),
+		pp(ProbePrefillTombstoneExpired, "prefill/tombstone-expired", "a tombstone older than four bootstrap timeouts is forgotten"),
+		pp(ProbePrefillBootstrapTimeout, "prefill/bootstrap-timeout", "a room Bootstrapping past the bootstrap timeout is failed"),
+		pp(ProbePrefillBootstrapFailed, "prefill/bootstrap-failed", "a request whose room failed while bootstrapping is finished with bootstrap failed"),
+		pp(ProbePrefillFailedBeforeForward, "prefill/failed-before-forward", "a waiting request whose room failed is finished before its forward pass"),
+		pp(ProbePrefillInflightTimeout, "prefill/inflight-timeout", "a room transferring past the inflight timeout is failed"),
+		pp(ProbePrefillTransferFailed, "prefill/transfer-failed", "an inflight request whose room failed is finished with transfer failed"),
+		pp(ProbePrefillFailNotice, "prefill/fail-notice-sent", "a failed room with decode's TransferInfo sends decode a Failed status (#36612)"),
+		pp(ProbePrefillFailNoticeDeferred, "prefill/fail-notice-deferred", "the Failed status waits because a worker still holds a chunk of the room"),
+		pp(ProbePrefillOrphanInfoSwept, "prefill/orphan-info-swept", "decode's TransferInfo for a room no request claimed is swept after the bootstrap timeout"),
+		pp(ProbePrefillOrphanStatusSwept, "prefill/orphan-status-swept", "a room status no request and no TransferInfo owns is swept"),
+		pr(ProbePrefillNoTransferInfo, "prefill/no-transfer-info", UnknownRoomWaiting, "a request forwarded without decode's TransferInfo queues no chunks"),
+		pp(ProbePrefillWorkerSkipDead, "prefill/worker-skip-dead-chunk", "a worker skips a queued chunk of a failed or cleared room"),
+		pp(ProbePrefillWorkerSendAborted, "prefill/worker-send-aborted", "an ABORT landed while the worker held the chunk: it is released unwritten"),
+		pp(ProbePrefillTransferError, "prefill/transfer-error", "a chunk write failed or decode refused it: the room fails"),
+		pr(ProbePrefillTransferErrorClears, "prefill/transfer-error-clears", UnknownRoomWaiting, "a transfer failure clears the room, so the Failed write that follows is lost"),
+		pp(ProbePrefillAckAfterDrain, "prefill/ack-after-drain", "a deferred ABORT_ACK is sent once the last held chunk of the room is released"),
+		pp(ProbePrefillFailNoticeAfterDrain, "prefill/fail-notice-after-drain", "a deferred Failed status is sent once the last held chunk of the room is released"),
+		pp(ProbePrefillKVDialFailed, "prefill/kv-dial-failed", "a worker could not dial decode's KV listener"),
+		pp(ProbePrefillKVWriteFailed, "prefill/kv-write-failed", "writing a KV chunk to decode failed; the connection is dropped"),
+		pp(ProbePrefillKVReadFailed, "prefill/kv-read-failed", "decode's write completion never came back; the connection is dropped"),
+		pp(ProbePrefillChunkRefused, "prefill/chunk-refused", "decode answered a chunk with room inactive"),
+		pp(ProbePrefillClientGone, "prefill/client-gone", "the /generate caller left before prefill finished: the request is aborted locally"),
+		pp(ProbePrefillAbortEndpoint, "prefill/abort-endpoint", "/abort_request named a rid"),
+		pp(ProbePrefillRouteUnknownRank, "prefill/route-unknown-rank", "the bootstrap server was asked for a rank prefill does not have (TP mismatch): 404"),
+		pp(ProbePrefillNoticeQueueFull, "prefill/notice-queue-full", "a notice to decode is dropped: the peer's send queue is full"),
+		pp(ProbePrefillNoticeConnectFailed, "prefill/notice-connect-failed", "a notice to decode is lost: its notify socket could not be dialled"),
+		pp(ProbePrefillNoticeSendFailed, "prefill/notice-send-failed", "a notice to decode is lost: the connection broke while sending"),
+
+		pp(ProbeDecodeAddDuplicateRid, "decode/add-duplicate-rid", "a request whose rid decode already holds is refused"),
+		pp(ProbeDecodeAddRoomInUse, "decode/add-room-in-use", "a request for a room another request holds is refused"),
+		pp(ProbeDecodeAddTooLong, "decode/add-too-long", "a prompt that cannot fit in the KV cache is refused"),
+		pp(ProbeDecodeAbort, "decode/abort", "abort_request for a held request: applied on every rank at the next step"),
+		pp(ProbeDecodeAbortUnknown, "decode/abort-unknown-rid", "an abort for a rid decode does not hold (finished, or never added) changes nothing"),
+		pr(ProbeDecodeAbortFlipOnly, "decode/abort-flip-only", DecodeAbortLeak, "the abort flips the receiver and tells prefill but leaves the queues"),
+		pr(ProbeDecodeAbortRank0Early, "decode/abort-rank0-early", RankDesync, "rank 0 drops the aborted request from its lists before the other ranks"),
+		pr(ProbeDecodeSchedulerHung, "decode/scheduler-hung", RankDesync, "a step on a scheduler wedged in an all-reduce does nothing"),
+		pr(ProbeDecodeRanksDesynced, "decode/ranks-desynced", RankDesync, "ranks poll lists of different length: the all-reduce never completes"),
+		pp(ProbeDecodeAbortAfterFinish, "decode/abort-after-finish", "a queued abort whose request already finished or failed is dropped"),
+		pr(ProbeDecodeKVChanged, "decode/kv-changed", FreeBeforeAck, "a running request's KV pages were overwritten while it decoded"),
+		pp(ProbeDecodeAckTimeoutFree, "decode/ack-timeout-free", "an aborted room's pages are freed without prefill's ACK after the ACK timeout"),
+		pr(ProbeDecodePreallocSkipFlipped, "decode/prealloc-skip-flipped", DecodeAbortLeak, "a flipped (aborted) request lingers in the prealloc queue"),
+		pp(ProbeDecodePreallocWaitPages, "decode/prealloc-wait-pages", "not enough free pages: a partial allocation is rolled back and the queue waits"),
+		pp(ProbeDecodeWaitingTimeout, "decode/waiting-timeout", "a room waiting for KV past the waiting timeout is aborted"),
+		pp(ProbeDecodeTransferFailed, "decode/transfer-failed", "a room whose transfer failed is released and its request finished"),
+		pp(ProbeDecodeAbortInPrealloc, "decode/abort-in-prealloc", "an abort of a request before its metadata was sent: pages free at once"),
+		pp(ProbeDecodeAbortInTransfer, "decode/abort-in-transfer", "an abort during the transfer: pages are held until every prefill rank ACKs"),
+		pp(ProbeDecodeAbortWhileRunning, "decode/abort-while-running", "an abort of a request already decoding: prefill is not told"),
+		pr(ProbeDecodeFreeBeforeAck, "decode/free-before-ack", FreeBeforeAck, "an abort during the transfer frees pages before prefill's writes drained"),
+		pp(ProbeDecodeChunkUnknownRoom, "decode/chunk-unknown-room", "a late KV chunk for a room decode does not hold is refused"),
+		pp(ProbeDecodeChunkWrongStage, "decode/chunk-wrong-stage", "a KV chunk for a held room that is not in its transfer stage is refused"),
+		pp(ProbeDecodeForeignWrite, "decode/foreign-write", "a stray chunk landed in pages another request owns (KV corruption)"),
+		pp(ProbeDecodeChunkOverrun, "decode/chunk-overruns-pages", "a chunk carries more tokens than its page list covers; the rest is not written"),
+		pp(ProbeDecodeChunkStaleAgent, "decode/chunk-stale-agent", "a chunk addressed to another agent (a predecessor's registration) is refused"),
+		pp(ProbeDecodeAuxInactive, "decode/aux-inactive-room", "a completion notice for a room not in transfer is refused"),
+		pp(ProbeDecodeMalformedNotice, "decode/malformed-notice", "a prefill notice that does not parse is counted and dropped"),
+		pp(ProbeDecodeAckFreesPages, "decode/ack-frees-pages", "the last prefill rank's ABORT_ACK frees the aborted room's pages"),
+		pp(ProbeDecodeAckUnknownRoom, "decode/ack-unknown-room", "an ABORT_ACK for a room whose pages decode does not hold (late, or freed on timeout)"),
+		pp(ProbeDecodeAckDuplicate, "decode/ack-duplicate", "a second ABORT_ACK from the same rank"),
+		pp(ProbeDecodeFailNotice, "decode/fail-notice", "prefill reported a held room failed: it fails without waiting for a timeout"),
+		pp(ProbeDecodeFailNoticeUnknownRoom, "decode/fail-notice-unknown-room", "a Failed status for a room decode no longer holds is ignored"),
+		pr(ProbeDecodeFailNoticeIgnored, "decode/fail-notice-ignored", DecodeAbortLeak, "prefill's Failed status is ignored"),
+		pp(ProbeDecodeStatusNotFailed, "decode/status-not-failed", "a status notice other than Failed is ignored"),
+		pp(ProbeDecodePrefillLostRoom, "decode/prefill-lost-room", "a room paired with a lost prefill fails at once"),
+		pp(ProbeDecodeFailedSticky, "decode/failed-sticky", "a write to a Failed room changes nothing: Failed is sticky until clear"),
+		pp(ProbeDecodeStatusUnexpected, "decode/status-unexpected", "a status branch the fixed decode never takes (tombstone, late worker write, absent room read as waiting, revive) ran on decode: only a regression gets here"),
+		pp(ProbeDecodeHeartbeatMiss, "decode/heartbeat-miss", "a prefill's /health did not answer 200 in time"),
+		pp(ProbeDecodePrefillLost, "decode/prefill-lost", "a prefill missed heartbeats in a row: its rooms fail and its route is forgotten"),
+		pp(ProbeDecodeRouteFailed, "decode/route-failed", "prefill's bootstrap server did not give the control route: the request is refused"),
+		pp(ProbeDecodeClientGone, "decode/client-gone", "the /generate caller left before its answer was complete: the request is aborted"),
+		pp(ProbeDecodeAbortEndpoint, "decode/abort-endpoint", "/abort_request named a rid"),
+		pp(ProbeDecodeKVReadError, "decode/kv-read-error", "a KV connection broke mid-frame or sent a frame that does not parse: it is dropped"),
+		pp(ProbeDecodeKVWrongRank, "decode/kv-wrong-rank", "a KV frame for another rank arrived on this rank's listener: the connection is dropped"),
+		pp(ProbeDecodeKVReplyFailed, "decode/kv-reply-failed", "the write completion could not be sent back to prefill"),
+		pp(ProbeDecodeControlNoRoute, "decode/control-no-route", "a control message for a prefill whose route was forgotten (lost) is dropped"),
+		pp(ProbeDecodeControlQueueFull, "decode/control-queue-full", "a control message to prefill is dropped: the peer's send queue is full"),
+		pp(ProbeDecodeControlConnectFailed, "decode/control-connect-failed", "a control message to prefill is lost: its control socket could not be dialled"),
+		pp(ProbeDecodeControlSendFailed, "decode/control-send-failed", "a control message to prefill is lost: the connection broke while sending"),
+
+		pp(ProbeRouterPrefillFailed, "router/prefill-failed", "the prefill request failed (error, cancel or connection loss) or answered an error status"),
+		pp(ProbeRouterClientLeftEarly, "router/client-left-early", "the client left before decode answered: the prefill request is cancelled"),
+		pp(ProbeRouterClientLeftMidAnswer, "router/client-left-mid-answer", "the client left while its answer streamed and prefill still ran: the prefill request is cancelled"),
+		pp(ProbeRouterDecodeFailed, "router/decode-failed", "the decode request failed before a response: 502"),
+		pp(ProbeRouterDecodeErrorStatus, "router/decode-error-status", "decode answered with an error status"),
+		pp(ProbeRouterUpstreamError, "router/upstream-error", "decode's stream carried an error event"),
+		pp(ProbeRouterStreamEndedEarly, "router/stream-ended-early", "decode's stream ended or broke before the finish reason"),
+		pp(ProbeRouterBadEvent, "router/bad-event", "a stream event that is not JSON is skipped"),
+	}
+}
+
+// UnhitProbes returns, in table order, the probes no run hit: each run is
+// probe name → hits, as a run records them (the gate fails naming these,
+// less the ones it lists as unreachable today).
+func UnhitProbes(runs ...map[string]int64) []Probe {
+	var out []Probe
+	for _, p := range Probes() {
+		hit := false
+		for _, r := range runs {
+			hit = hit || r[p.Name] > 0
+		}
+		if !hit {
+			out = append(out, p)
+		}
+	}
+	return out
+}

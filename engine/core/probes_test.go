@@ -1,0 +1,399 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/engine/model"
+)
+
+// hits is the rig's probe counts, prefill's and decode's together, by name.
+func (r *rig) hits() map[string]int64 {
+	out := map[string]int64{}
+	for _, p := range contract.Probes() {
+		if n := r.p.Probes().Count(p.ID) + r.d.Probes().Count(p.ID); n > 0 {
+			out[p.Name] = n
+		}
+	}
+	return out
+}
+
+func hitNames(h map[string]int64) []string {
+	var out []string
+	for n := range h {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// probeCase is a scripted ordering and the probes it must move.
+type probeCase struct {
+	name   string
+	opts   rigOpts
+	script func(r *rig)
+	want   []string
+}
+
+// reg switches one regression on.
+func reg(name string) contract.Regressions { return contract.Regressions{name: true} }
+
+// abortAfterTransfer: the KV is all on decode (prefill's room is Success)
+// when decode's abort goes out.
+func abortAfterTransfer(r *rig) {
+	r.add("s", 61, prompt(61, 80), 4)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	r.runWorkers()
+	r.abortD("s")
+	r.stepD()
+	r.deliverControl()
+	r.finish()
+}
+
+// abortWhileRunning aborts a request that is decoding.
+func abortWhileRunning(r *rig) {
+	r.add("run", 62, prompt(62, 40), 50)
+	for range maxRounds {
+		r.step()
+		if r.answer["run"] != nil {
+			break
+		}
+	}
+	r.abortD("run")
+	r.abortD("run") // a second abort finds the request gone
+	r.finish()
+}
+
+// ackTimeout loses prefill's ACKs: decode frees on its timeout, then the
+// late ACK arrives.
+func ackTimeout(r *rig) {
+	r.add("t", 63, prompt(63, 80), 4)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	r.abortD("t")
+	r.stepD()
+	r.deliverControl()
+	late := r.notices
+	r.notices = nil
+	r.advance(testAckWait + 1)
+	r.stepD()
+	r.notices = late
+	r.deliverNotices()
+	r.finish()
+}
+
+// failWhileHeld fails prefill's room while a worker holds its chunk: the
+// Failed status waits for the write.
+func failWhileHeld(r *rig) {
+	const room = 64
+	r.add("h", room, prompt(64, 100), 4)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	w := workerOf(room)
+	r.begin(0, w)
+	r.abortP("h")
+	r.stepP() // cleared; the notice waits for the held chunk
+	r.send(0, w)
+	r.finish()
+}
+
+// failBeforeForward fails a room between its pop from the bootstrap queue
+// and its forward pass (the live runtime spends the forward time there).
+func failBeforeForward(r *rig) {
+	r.add("f", 72, prompt(72, 40), 4)
+	r.stepD()
+	r.deliverControl()
+	r.p.PopBootstrapped(r.now)
+	r.abortP("f")
+	fin, _ := r.p.Forward(r.now)
+	for _, f := range fin {
+		r.pfin[f.Rid] = append(r.pfin[f.Rid], f.Err)
+	}
+	r.finish()
+}
+
+// directNotices feeds decode notices it must ignore or refuse.
+func directNotices(r *rig) {
+	wire := dialectOf("")
+	r.addD("n", 65, prompt(65, 40), 4)
+	r.stepD()
+	r.d.OnNotice(r.now, 0, wire.Status(65, Success, 0, ""))
+	r.d.OnNotice(r.now, 0, wire.Status(999, Failed, 0, "gone"))
+	r.d.OnNotice(r.now, 0, wire.Status(65, Failed, 0, "first"))
+	r.d.OnNotice(r.now, 0, wire.Status(65, Failed, 0, "again"))
+	r.addD("pre", 71, prompt(71, 40), 4) // still in prealloc
+	r.d.OnChunk(r.now, 0, 71, 0, false, nil, 0, nil)
+	r.d.OnAux(r.now, 0, 998)
+	r.d.OnChunk(r.now, 0, 65, 0, false, nil, 0, make([]byte, model.KVBytesPerToken))
+	r.d.RefuseChunk(r.now, 0, 65, 1, "decode-old")
+	r.d.OnPrefillLost(r.now, testBootstrap)
+	r.finish()
+}
+
+// duplicates sends the messages and requests SGLang may see twice.
+func duplicates(r *rig) {
+	wire := dialectOf("")
+	a := r.d.cfg.Agents[0]
+	regn := Registration{DecodeIP: a.IP, DecodePort: a.NotifyPort, AgentName: a.Name, KVAddr: "10.0.0.2:9200", DecodeTP: 1, DstNumSlots: 64}
+	r.p.OnControl(r.now, 0, wire.Registration(regn)) // same agent again
+	regn.AgentName = "decode-agent-0-restarted"
+	r.p.OnControl(r.now, 0, wire.Registration(regn)) // same socket, new agent
+	r.add("dup", 66, prompt(66, 40), 4)
+	r.stepD()
+	r.collect()
+	meta := r.ctl[0]
+	r.ctl = append(r.ctl, meta) // TransferInfo twice
+	r.deliverControl()
+	if r.p.Add(r.now, "dup", 67, nil) == nil || r.p.Add(r.now, "other", 66, nil) == nil {
+		r.t.Error("prefill accepted a duplicate rid or room")
+	}
+	if r.d.Add(r.now, "dup", 67, testBootstrap, nil, 1) == nil || r.d.Add(r.now, "other", 66, testBootstrap, nil, 1) == nil {
+		r.t.Error("decode accepted a duplicate rid or room")
+	}
+	if r.d.Add(r.now, "huge", 68, testBootstrap, make([]model.Token, 16*r.d.cfg.Pages+1), 1) == nil {
+		r.t.Error("decode accepted a prompt longer than its cache")
+	}
+	r.p.Abort(r.now, "nobody")
+	r.d.Abort(r.now, "nobody")
+	r.finish()
+}
+
+// orphanMetadata: decode's TransferInfo for a room prefill never gets; later
+// an ABORT for a room prefill never gets either, forgotten in time.
+func orphanMetadata(r *rig) {
+	r.addD("o", 69, prompt(69, 40), 4)
+	r.stepD()
+	r.deliverControl()
+	r.advance(testTimeout + 1)
+	r.stepP()
+	wire := dialectOf("")
+	r.ctl = append(r.ctl, DecodeOut{Bootstrap: testBootstrap, Frames: wire.Abort(Abort{Room: 70, DecodeIP: "10.0.0.2", DecodePort: 9100})},
+		DecodeOut{Bootstrap: testBootstrap, Frames: wire.Metadata(Metadata{Room: 70, DecodeIP: "10.0.0.2", DecodePort: 9100, AgentName: r.d.cfg.Agents[0].Name, Pages: []uint32{1}})})
+	r.deliverControl()
+	r.advance(4*testTimeout + 1)
+	r.stepP()
+	r.finish()
+}
+
+func probeCases() []probeCase {
+	malformed := func(r *rig) {
+		r.p.OnControl(r.now, 0, [][]byte{[]byte("junk")})
+		r.d.OnNotice(r.now, 0, [][]byte{[]byte("junk")})
+		m := dialectOf("").Metadata(Metadata{Room: 5, AgentName: "nobody", Pages: []uint32{1}})
+		r.p.OnControl(r.now, 0, m)
+	}
+	bootstrapTimeout := func(r *rig) {
+		r.add("g", 101, prompt(101, 80), 4)
+		r.stepD()
+		r.ctl = nil // metadata lost
+		r.advance(testTimeout + 1)
+		r.stepP()
+		r.finish()
+	}
+	inflightTimeout := func(r *rig) {
+		r.add("g", 102, prompt(102, 80), 4)
+		r.stepD()
+		r.deliverControl()
+		r.stepP()
+		r.advance(testTimeout + 1)
+		r.finish()
+	}
+	waitingTimeout := func(r *rig) {
+		r.addD("g", 103, prompt(103, 80), 4)
+		r.settle()
+		r.advance(testTimeout + 1)
+		r.finish()
+	}
+	prealloc := func(r *rig) {
+		r.add("big", 91, prompt(91, 200), 4)
+		r.add("x", 92, prompt(92, 100), 4)
+		r.stepD()
+		r.abortD("x")
+		r.finish()
+	}
+	twoRanksDoubleAck := func(r *rig) {
+		r.add("x", 93, prompt(93, 100), 4)
+		r.stepD()
+		r.abortD("x")
+		r.stepD()
+		r.deliverControl()
+		r.collect()
+		for _, n := range r.notices {
+			if n.Rank == 0 {
+				r.d.OnNotice(r.now, 0, n.Frames) // rank 0's ACK twice
+			}
+		}
+		r.finish()
+	}
+	desync := func(r *rig) {
+		r.add("x", 94, prompt(94, 100), 4)
+		r.stepD()
+		r.abortD("x")
+		r.stepD()
+		r.stepD()
+	}
+	unguarded := func(r *rig) {
+		scriptUnguardedAbort(r)
+		r.stepD() // y's metadata reaches a dead loop
+		r.deliverControl()
+	}
+	deadLoop := func(r *rig) { r.p.OnControl(r.now, 0, [][]byte{[]byte("junk")}) }
+	leakPrealloc := func(r *rig) {
+		r.add("big", 95, prompt(95, 200), 4)
+		r.add("x", 96, prompt(96, 100), 4)
+		r.stepD()
+		r.abortD("x")
+		r.stepD()
+		r.d.OnNotice(r.now, 0, dialectOf("").Status(95, Failed, 0, "x"))
+	}
+	return []probeCase{
+		{"abort-before-room", rigOpts{}, func(r *rig) { scriptAbortBeforeAdd(r); r.finish() },
+			[]string{"prefill/abort-unknown-room", "prefill/status-tombstone", "prefill/created-after-abort", "prefill/bootstrap-failed", "decode/abort", "decode/abort-in-prealloc"}},
+		{"metadata-then-abort", rigOpts{}, func(r *rig) { scriptMetaThenAbort(r); r.finish() },
+			[]string{"prefill/metadata-before-request", "prefill/abort-orphan-cleared", "decode/abort-in-transfer", "decode/ack-frees-pages"}},
+		{"abort-in-pause-window", rigOpts{}, func(r *rig) { scriptResurrection(r); r.finish() },
+			[]string{"prefill/abort-held-room", "prefill/abort-ack-deferred", "prefill/worker-send-aborted", "prefill/ack-after-drain", "prefill/transfer-failed"}},
+		{"late-worker-write", rigOpts{}, func(r *rig) { scriptTransferErrorBeforeAbort(r); r.finish() },
+			[]string{"prefill/transfer-error", "prefill/abort-duplicate", "prefill/failed-sticky", "decode/chunk-unknown-room"}},
+		{"worker-skips-cleared-room", rigOpts{}, failWhileHeld,
+			[]string{"prefill/local-abort", "prefill/fail-notice-deferred", "prefill/fail-notice-after-drain", "prefill/worker-skip-dead-chunk", "prefill/worker-send-aborted", "decode/fail-notice"}},
+		{"abort-after-success", rigOpts{}, abortAfterTransfer, []string{"prefill/abort-after-success"}},
+		{"abort-while-running", rigOpts{}, abortWhileRunning, []string{"decode/abort-while-running", "decode/abort-after-finish"}},
+		{"ack-timeout", rigOpts{}, ackTimeout, []string{"decode/ack-timeout-free", "decode/ack-unknown-room"}},
+		{"malformed", rigOpts{}, malformed, []string{"prefill/malformed-control", "prefill/metadata-unknown-agent", "decode/malformed-notice"}},
+		{"bootstrap-timeout", rigOpts{}, bootstrapTimeout, []string{"prefill/bootstrap-timeout", "prefill/bootstrap-failed", "decode/waiting-timeout"}},
+		{"inflight-timeout", rigOpts{}, inflightTimeout, []string{"prefill/inflight-timeout", "prefill/transfer-failed", "prefill/fail-notice-sent", "decode/fail-notice", "decode/transfer-failed"}},
+		{"waiting-timeout", rigOpts{}, waitingTimeout, []string{"decode/waiting-timeout", "decode/abort-in-transfer", "prefill/metadata-before-request", "prefill/orphan-info-swept"}},
+		{"prealloc-waits-for-pages", rigOpts{decodePages: 16}, prealloc, []string{"decode/prealloc-wait-pages", "decode/abort-in-prealloc"}},
+		{"notices", rigOpts{}, directNotices, []string{"decode/status-not-failed", "decode/fail-notice-unknown-room", "decode/fail-notice", "decode/failed-sticky",
+			"decode/aux-inactive-room", "decode/chunk-wrong-stage", "decode/chunk-overruns-pages", "decode/chunk-stale-agent", "decode/prefill-lost-room"}},
+		{"duplicates", rigOpts{}, duplicates, []string{"prefill/registration-duplicate", "prefill/decode-restarted", "prefill/metadata-duplicate",
+			"prefill/add-duplicate-rid", "prefill/add-room-in-use", "decode/add-duplicate-rid", "decode/add-room-in-use", "decode/add-too-long",
+			"prefill/local-abort-unknown", "decode/abort-unknown-rid"}},
+		{"orphans", rigOpts{}, orphanMetadata, []string{"prefill/orphan-info-swept", "prefill/abort-unknown-room", "prefill/metadata-after-abort", "prefill/tombstone-expired"}},
+		{"failed-before-forward", rigOpts{}, failBeforeForward, []string{"prefill/failed-before-forward", "prefill/local-abort"}},
+		{"tp2-duplicate-ack", rigOpts{ranks: 2}, twoRanksDoubleAck, []string{"decode/ack-duplicate", "decode/ack-frees-pages"}},
+		// Regression branches: each regression's own probes move.
+		{"abort-before-status", rigOpts{reg: reg(contract.AbortBeforeStatus)}, func(r *rig) { scriptAbortBeforeAdd(r); scriptMetaThenAbort(r) },
+			[]string{"prefill/abort-dropped", "prefill/failed-revived"}},
+		{"status-resurrection", rigOpts{reg: reg(contract.StatusResurrection)}, scriptResurrection, []string{"prefill/late-write-reinserts"}},
+		{"unknown-room-waiting", rigOpts{reg: reg(contract.UnknownRoomWaiting)}, scriptTransferErrorBeforeAbort,
+			[]string{"prefill/transfer-error-clears", "prefill/unknown-room-waiting"}},
+		{"bootstrap-thread-death-abort", rigOpts{reg: reg(contract.BootstrapThreadDeath)}, unguarded, []string{"prefill/abort-kills-loop", "prefill/loop-dead"}},
+		{"bootstrap-thread-death-malformed", rigOpts{reg: reg(contract.BootstrapThreadDeath)}, deadLoop, []string{"prefill/malformed-kills-loop"}},
+		{"decode-abort-leak", rigOpts{reg: reg(contract.DecodeAbortLeak), decodePages: 16}, leakPrealloc,
+			[]string{"decode/abort-flip-only", "decode/prealloc-skip-flipped", "decode/fail-notice-ignored"}},
+		{"rank-desync", rigOpts{reg: reg(contract.RankDesync), ranks: 2}, desync,
+			[]string{"decode/abort-rank0-early", "decode/ranks-desynced", "decode/scheduler-hung"}},
+		{"free-before-ack", rigOpts{reg: reg(contract.FreeBeforeAck)}, scriptFreeBeforeAck, []string{"decode/free-before-ack", "decode/foreign-write"}},
+	}
+}
+
+// notScriptedInCore lists the core probes no scripted case reaches, and why.
+// The runtime's probes are tested through the live engine (package engine).
+func notScriptedInCore() map[string]string {
+	return map[string]string{
+		"prefill/orphan-status-swept": "defensive backstop: every ordering that opens a room without a request also leaves its TransferInfo, swept first",
+		"prefill/no-transfer-info":    "needs an absent room that reads WaitingForInput on one rank while another forwards (unknown-room-waiting, TP>1)",
+		"decode/kv-changed":           "needs a late write into the pages of a request already decoding (free-before-ack, with the write landing after commit)",
+		"decode/status-unexpected":    "the fixed decode never gets here (it writes Failed only for rooms it holds and has no transfer workers); only a regression that loosens the status table does",
+	}
+}
+
+// TestProbesMove drives scripted orderings through the pure core and
+// checks that each moves the probes of the branches it takes; together the
+// cases must hit every core probe except those notScriptedInCore names.
+func TestProbesMove(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	union := map[string]bool{}
+	t.Run("cases", func(t *testing.T) {
+		for _, tc := range probeCases() {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				r := newRig(t, tc.opts)
+				tc.script(r)
+				got := r.hits()
+				for _, w := range tc.want {
+					if _, ok := contract.LookupProbe(w); !ok {
+						t.Fatalf("case names unknown probe %s", w)
+					}
+					if got[w] == 0 {
+						t.Errorf("probe %s not hit; hit: %v", w, hitNames(got))
+					}
+				}
+				mu.Lock()
+				for n := range got {
+					union[n] = true
+				}
+				mu.Unlock()
+			})
+		}
+	})
+	skip := notScriptedInCore()
+	var missed []string
+	for _, p := range contract.Probes() {
+		core := slices.ContainsFunc(p.Sites, func(s string) bool { return strings.HasPrefix(s, "engine/core/") })
+		if !core || union[p.Name] {
+			continue
+		}
+		if _, ok := skip[p.Name]; !ok {
+			missed = append(missed, fmt.Sprintf("%s (%s)", p.Name, p.Sites[0]))
+		}
+	}
+	if len(missed) > 0 {
+		t.Errorf("core probes no scripted case hits (script one, or list it in notScriptedInCore with why):\n  %s", strings.Join(missed, "\n  "))
+	}
+	for n := range skip {
+		if union[n] {
+			t.Errorf("probe %s is hit by a scripted case: drop it from notScriptedInCore", n)
+		}
+	}
+}
+
+// TestCleanRunHitsNoProbe: a request that goes through untouched takes no
+// failure branch, so every probe stays at zero.
+func TestCleanRunHitsNoProbe(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{ranks: 2})
+	r.add("ok", 7, prompt(7, 150), 6)
+	r.finish()
+	r.checkAnswer("ok")
+	if got := r.hits(); len(got) > 0 {
+		t.Errorf("clean run hit probes %v", got)
+	}
+}
+
+// TestProbeCountsPerInstance: each side counts into its own counters unless
+// it is given shared ones.
+func TestProbeCountsPerInstance(t *testing.T) {
+	t.Parallel()
+	a, b := newRig(t, rigOpts{}), newRig(t, rigOpts{})
+	a.p.Abort(a.now, "nobody")
+	if a.p.Probes().Count(contract.ProbePrefillLocalAbortUnknown) != 1 || b.p.Probes().Count(contract.ProbePrefillLocalAbortUnknown) != 0 {
+		t.Error("probe counts leak between engine instances")
+	}
+	shared := &ProbeCounts{}
+	p := NewPrefill(PrefillConfig{Probes: shared}, NewHistory(0))
+	p.Abort(a.now, "nobody")
+	if shared.Count(contract.ProbePrefillLocalAbortUnknown) != 1 {
+		t.Error("prefill did not count into the counters it was given")
+	}
+	var none *ProbeCounts
+	none.Hit(contract.ProbePrefillLocalAbort) // nil counts nothing, never panics
+	if none.Count(contract.ProbePrefillLocalAbort) != 0 {
+		t.Error("nil counters counted")
+	}
+	if got := shared.Side(contract.SidePrefill); len(got) != len(contract.ProbesOf(contract.SidePrefill)) {
+		t.Errorf("Side lists %d probes, want every prefill probe", len(got))
+	}
+}

@@ -1,0 +1,163 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/pdchaos/pdchaos/agents/outcome"
+	"github.com/pdchaos/pdchaos/contract"
+)
+
+// DefaultCancelBound is how long after a client cancel each side may take
+// to record it: well under the engine's backstop deadlines (10s by
+// default), so a room that ends only by a deadline has not been reached.
+const DefaultCancelBound = 5 * time.Second
+
+// EventAbortRequest is the room event an engine records when a client's
+// abort of the request reaches it (SGLang's abort_request), on prefill as
+// on decode. An ABORT from the peer is another event: it is how a cancel
+// that never reached prefill would still fail prefill's room.
+const EventAbortRequest = "abort-request"
+
+// checkCancelsReached: every client cancel whose room the client knows
+// reached both prefill and decode: on each side the room recorded the
+// client's abort within DefaultCancelBound (any time, if a fault window
+// overlapped that bound), or it had already ended there when the client
+// cancelled, or it completed (Success) within the bound, racing the cancel.
+// Ending Failed without the client's abort (by the peer's ABORT, or a
+// deadline) is a cancel that did not reach that side. A room a side never
+// recorded is counted as unseen, not judged.
+func checkCancelsReached(v *View) CheckResult {
+	recs := map[string]map[uint64]contract.RoomRecord{}
+	for src, ended := range v.Ended {
+		role := v.Roles[src]
+		if recs[role] == nil {
+			recs[role] = map[uint64]contract.RoomRecord{}
+		}
+		for id, r := range ended {
+			recs[role][id] = r
+		}
+	}
+	for _, src := range sortedSources(v.Final) {
+		snap := v.Final[src]
+		if recs[snap.Role] == nil {
+			recs[snap.Role] = map[uint64]contract.RoomRecord{}
+		}
+		for _, r := range snap.Held {
+			recs[snap.Role][r.Room] = r
+		}
+	}
+	ev := map[string]int64{"cancels_with_room": 0, "sides_checked": 0, "sides_unseen": 0, "late_excused_by_fault": 0}
+	switch {
+	case len(v.Final) == 0 && len(v.Ended) == 0:
+		return result(contract.CheckCancelsReached, Skip, ev, "the target exposes no /debug/rooms")
+	case len(v.Ended) == 0:
+		return result(contract.CheckCancelsReached, Skip, ev, "the log keeps no ended rooms (recorded before they were logged)")
+	case v.Run.BaseWall.IsZero():
+		return result(contract.CheckCancelsReached, Inconclusive, ev, "the log has no base wall time to place room events")
+	}
+	var bad []string
+	var stuck []StuckRoom
+	for _, o := range v.Outcomes {
+		if o.Kind != outcome.KindCancelled || !o.HasRoom {
+			continue
+		}
+		ev["cancels_with_room"]++
+		excused := v.faultDuring(o.End, o.End+DefaultCancelBound)
+		for _, role := range []string{"prefill", "decode"} {
+			r, ok := recs[role][o.Room]
+			if !ok {
+				ev["sides_unseen"]++
+				continue
+			}
+			ev["sides_checked"]++
+			why, reached, late := cancelReached(r, o.End, excused, v.Run.BaseWall)
+			if late {
+				ev["late_excused_by_fault"]++
+			}
+			if reached {
+				continue
+			}
+			bad = append(bad, fmt.Sprintf("room %d (agent %d turn %d, %s cancel at %v): %s %s",
+				o.Room, o.Agent, o.Turn, o.Reason, o.End.Round(time.Millisecond), role, why))
+			if len(stuck) < maxStuck {
+				stuck = append(stuck, StuckRoom{Role: role, Room: r.Room, State: r.State, Ranks: r.Ranks, Since: o.End,
+					ActiveFaults: v.activeAt(o.End), Events: r.Events})
+			}
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		r := result(contract.CheckCancelsReached, Fail, ev, "%d cancels did not reach a side: %s", len(bad), joinLimit(bad, 3))
+		r.Details, r.Stuck = bad, stuck
+		return r
+	case ev["cancels_with_room"] == 0:
+		return result(contract.CheckCancelsReached, Skip, ev, "no client cancel carried its room")
+	}
+	return result(contract.CheckCancelsReached, Pass, ev, "%d cancels reached both sides (%d sides checked, %d unseen)",
+		ev["cancels_with_room"], ev["sides_checked"], ev["sides_unseen"])
+}
+
+// cancelReached judges one side's record of a room the client cancelled at
+// offset tc: reached when it recorded the client's abort in time (at any
+// time when excused by a fault; late says that excuse was used), or when it
+// had ended before the cancel or completed within the bound.
+func cancelReached(r contract.RoomRecord, tc time.Duration, excused bool, base time.Time) (why string, reached, late bool) {
+	var ended time.Duration = -1
+	for _, e := range r.Events {
+		at := e.At.Sub(base)
+		switch e.Kind {
+		case EventAbortRequest:
+			if at <= tc+DefaultCancelBound {
+				return "", true, false
+			}
+			if excused {
+				return "", true, true
+			}
+			return fmt.Sprintf("recorded the client's abort only %v after it", (at - tc).Round(time.Millisecond)), false, false
+		case "clear":
+			ended = at
+		}
+	}
+	switch {
+	case ended >= 0 && ended <= tc:
+		return "", true, false // it had ended before the client left
+	case ended >= 0 && ended <= tc+DefaultCancelBound && r.LastState == contract.StateSuccess:
+		return "", true, false // it completed as the client left: nothing was left to cancel
+	}
+	if ended >= 0 {
+		return fmt.Sprintf("never recorded the client's abort; the room ended %v after the cancel (last state %s): %s",
+			(ended - tc).Round(time.Millisecond), r.LastState, eventKinds(r.Events)), false, false
+	}
+	return fmt.Sprintf("never recorded the client's abort; the room is still %s: %s", r.State, eventKinds(r.Events)), false, false
+}
+
+// eventKinds lists a history's event kinds in order, for one line.
+func eventKinds(es []contract.Event) string {
+	out := make([]string, 0, len(es))
+	for _, e := range es {
+		out = append(out, e.Kind)
+	}
+	return joinLimit(out, 12)
+}
+
+// faultDuring reports whether any applied fault window overlaps [from, to].
+func (v *View) faultDuring(from, to time.Duration) bool {
+	for _, f := range v.Faults {
+		if f.Applied && f.Start <= to && (f.End == 0 || f.End >= from) {
+			return true
+		}
+	}
+	return false
+}
+
+// sortedSources lists a map's keys in order.
+func sortedSources[T any](m map[string]T) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
