@@ -123,8 +123,10 @@ func shTree(t *testing.T, marker string) []int {
 		<-shDone
 	})
 	testkit.Eventually(t, 5*time.Second, func() error {
-		if len(process.Tree(sh.Process.Pid)) != 2 {
-			return errors.New("sleep not forked yet")
+		// dash starts sleep with vfork: wait for the exec, or a stop
+		// between the two would leave sh in 'D'.
+		if tr := process.Tree(sh.Process.Pid); len(tr) != 2 || !execd(tr[1]) {
+			return errors.New("sleep not started yet")
 		}
 		return nil
 	})
@@ -147,4 +149,10 @@ func TestKillPresetRefusedOnExternal(t *testing.T) {
 		t.Fatalf("tree %v after the refused run, want it untouched", got)
 	}
 	t.Log(out)
+}
+
+// execd says whether pid runs sleep (its exec is done).
+func execd(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return err == nil && strings.HasPrefix(string(b), "sleep\x00")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults/internal/faketarget"
+	"github.com/pdchaos/pdchaos/faults/internal/proctree"
 	"github.com/pdchaos/pdchaos/faults/process"
 	"github.com/pdchaos/pdchaos/faults/schedule"
 )
@@ -36,7 +37,12 @@ func shTree(t *testing.T, marker string) int {
 		_ = cmd.Process.Kill()
 		<-done
 	})
-	faketarget.Eventually(t, 5*time.Second, func() bool { return len(process.Tree(pid)) == 2 }, "sh never forked its sleep")
+	// dash starts sleep with vfork: stopping the tree between vfork and exec
+	// would leave sh in 'D', so wait until the child has exec'd.
+	faketarget.Eventually(t, 5*time.Second, func() bool {
+		tr := process.Tree(pid)
+		return len(tr) == 2 && proctree.Cmdline(tr[1]) == "sleep 600"
+	}, "sh never started its sleep")
 	return pid
 }
 

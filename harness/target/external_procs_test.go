@@ -3,6 +3,7 @@ package target
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -33,8 +34,10 @@ func TestExternalProcTreeStopContinue(t *testing.T) {
 		<-done
 	})
 	testkit.Eventually(t, 5*time.Second, func() error {
-		if n := len(process.Tree(cmd.Process.Pid)); n != 2 {
-			return errors.New("sleep not forked yet")
+		// dash starts sleep with vfork: wait for the exec, or a stop
+		// between the two would leave sh in 'D'.
+		if tr := process.Tree(cmd.Process.Pid); len(tr) != 2 || !execd(tr[1]) {
+			return errors.New("sleep not started yet")
 		}
 		return nil
 	})
@@ -80,3 +83,9 @@ func TestExternalProcTreeStopContinue(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// execd says whether pid runs sleep (its exec is done).
+func execd(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return err == nil && strings.HasPrefix(string(b), "sleep\x00")
+}

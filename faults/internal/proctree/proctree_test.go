@@ -45,7 +45,7 @@ func TestChildrenBothWays(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	for len(Tree(pid)) != 2 {
+	for tr := Tree(pid); len(tr) != 2 || Cmdline(tr[1]) != "sleep 600"; tr = Tree(pid) { // dash: vfork, then exec
 		if time.Now().After(deadline) {
 			t.Fatalf("tree %v, want sh and sleep", Tree(pid))
 		}
