@@ -21,7 +21,8 @@ import (
 func Tree(pid int) []int { return proctree.Tree(pid) }
 
 // StopTree freezes pid and all its descendants with SIGSTOP and returns
-// once /proc shows every one of them stopped, or ctx ends. It stops the
+// once /proc shows every one of them stopped ('T'; a parent blocked in
+// vfork on a stopped child shows 'D' and counts as frozen), or ctx ends. It stops the
 // root first (so it forks no more) and walks the tree again until a walk
 // finds no process it has not stopped. It returns the pids it stopped; on
 // error it has already continued them, leaving nothing half-applied.
@@ -57,12 +58,27 @@ func StopTree(ctx context.Context, pid int) ([]int, error) {
 		return nil, fmt.Errorf("stop the tree of %d: no such process", pid)
 	}
 	for _, p := range stoppedPids {
-		if st, err := waitState(ctx, p, func(s byte) bool { return stopped(s) || gone(s) }); err != nil {
+		// A parent blocked in vfork ('D' until its child execs) whose child
+		// is stopped cannot run either: it is frozen, and takes its stop
+		// once continued.
+		frozen := func(s byte) bool { return stopped(s) || gone(s) || s == 'D' && vforkFrozen(p) }
+		if st, err := waitState(ctx, p, frozen); err != nil {
 			_ = ContinueTree(context.WithoutCancel(ctx), pid, stoppedPids)
 			return nil, fmt.Errorf("stop the tree of %d: pid %d state %q, not stopped: %w", pid, p, st, err)
 		}
 	}
 	return stoppedPids, nil
+}
+
+// vforkFrozen says whether pid has a stopped child (the vfork case of
+// StopTree).
+func vforkFrozen(pid int) bool {
+	for _, c := range proctree.Children(pid) {
+		if st, _, err := proctree.Stat(c); err == nil && stopped(st) {
+			return true
+		}
+	}
+	return false
 }
 
 // ContinueTree sends SIGCONT to every pid in pids and to every process now
