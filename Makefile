@@ -5,10 +5,11 @@ DURATION  ?= 1m
 TARGET    ?= bundled
 RESULTS_DIR ?= $(CURDIR)/runs
 LABELS    ?=
+FUZZTIME  ?= 1m
 # Packages with goroutines and sockets run under the race detector.
 RACE_PKGS := ./engine/... ./faults/... ./agents/... ./harness/...
 
-.PHONY: all build run test test-race test-short lint gate soak repro report bench deps clean
+.PHONY: all build run test test-race test-short lint gate soak repro report bench deps clean fuzz
 
 all: build
 
@@ -29,6 +30,13 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 8m $(RACE_PKGS)
 	$(GO) test -count=1 -timeout 8m $$($(GO) list ./... | grep -v -e /engine -e /faults -e /agents -e /harness -e /suites/gate)
+
+## fuzz: every native fuzz target (listed by `go test -list '^Fuzz' ./...`) in turn, one at a
+## time, each for FUZZTIME (default 1m), e.g. make fuzz FUZZTIME=10m. Stops at the first crasher
+## and prints the path of its input under the package's testdata/fuzz/FuzzX/, which `make test`
+## then replays as a regression test; commit it with the fix.
+fuzz:
+	GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME) ./...
 
 test-short:
 	$(GO) test -short -count=1 ./...

@@ -18,9 +18,17 @@ const (
 	MetricBootstrapLoopAlive = "pdchaos:bootstrap_loop_alive"
 	MetricMalformedControl   = "pdchaos:malformed_control_msgs_total"
 	MetricStrayChunks        = "pdchaos:stray_kv_chunks_total"
-	MetricForeignWrites      = "pdchaos:kv_foreign_writes_total"
-	MetricAwaitingAck        = "pdchaos:decode_pages_awaiting_ack_reqs"
-	MetricSchedulerHung      = "pdchaos:scheduler_hung"
+	// MetricMalformedKV counts KV messages decode refused as malformed
+	// (a broken or truncated stream, a chunk for another rank, a payload
+	// that is not whole tokens), so a hostile peer's refusals are seen.
+	MetricMalformedKV = "pdchaos:malformed_kv_msgs_total"
+	// MetricRefusedPeers counts ZMTP connections to a control or notify
+	// socket dropped for what the peer sent (not ZMTP, a malformed or
+	// over-limit frame or message, a message cut short), per rank socket.
+	MetricRefusedPeers  = "pdchaos:zmtp_refused_peers_total"
+	MetricForeignWrites = "pdchaos:kv_foreign_writes_total"
+	MetricAwaitingAck   = "pdchaos:decode_pages_awaiting_ack_reqs"
+	MetricSchedulerHung = "pdchaos:scheduler_hung"
 	// Decode page accounting, per TP rank: pages some room owns, pages on
 	// the free list, the pool's size, and pages owned twice (listed free
 	// twice, or free while a room owns them). In use plus free must equal
@@ -108,7 +116,7 @@ func EngineGauges() []string {
 
 // EngineCounters lists every counter the bundled engine exports.
 func EngineCounters() []string {
-	return append(ProgressCounters(), MetricMalformedControl, MetricStrayChunks, MetricForeignWrites)
+	return append(ProgressCounters(), MetricMalformedControl, MetricStrayChunks, MetricForeignWrites, MetricMalformedKV, MetricRefusedPeers)
 }
 
 // MetricProbeHits counts hits of each code probe (label LabelProbe, plus

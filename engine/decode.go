@@ -317,13 +317,17 @@ func (d *Decode) serveKV(rank int, conn net.Conn) {
 	for {
 		m, err := readKV(r)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			// A clean close between messages, or our own Close, is not
+			// the peer's fault; a broken or cut message is.
+			if errors.Is(err, errKVMalformed) || errors.Is(err, io.ErrUnexpectedEOF) {
 				d.probes.Hit(contract.ProbeDecodeKVReadError)
+				d.refuseKV(rank, m.room, err.Error())
 			}
 			return
 		}
 		if int(m.rank) != rank {
 			d.probes.Hit(contract.ProbeDecodeKVWrongRank)
+			d.refuseKV(rank, m.room, fmt.Sprintf("kv message for rank %d on rank %d's listener", m.rank, rank))
 			return
 		}
 		d.mu.Lock()
@@ -346,6 +350,14 @@ func (d *Decode) serveKV(rank int, conn net.Conn) {
 			return
 		}
 	}
+}
+
+// refuseKV counts a KV message refused as malformed; the connection it
+// came on is dropped after it.
+func (d *Decode) refuseKV(rank int, room uint64, why string) {
+	d.mu.Lock()
+	d.core.RefuseKV(time.Now(), rank, room, why)
+	d.mu.Unlock()
 }
 
 // resolve finds prefill's control socket per rank through its bootstrap

@@ -77,6 +77,7 @@ func (d *Decode) samples() []rankSample {
 			contract.MetricBootstrapFailed: 0, contract.MetricTransferFailed: float64(d.core.TransferFailed),
 			contract.MetricRequests: float64(d.requests.Load()), contract.MetricGenerationTokens: float64(d.tokens.Load()),
 			contract.MetricMalformedControl: float64(d.core.Malformed), contract.MetricForeignWrites: float64(d.core.ForeignWrites), contract.MetricStrayChunks: float64(d.core.StrayChunks),
+			contract.MetricMalformedKV: float64(d.core.MalformedKV), contract.MetricRefusedPeers: float64(d.pulls[r].Refused()),
 		}})
 	}
 	return out

@@ -2,9 +2,12 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 )
 
 // KV link wire format, prefill→decode, one request/one reply at a time per
@@ -38,7 +41,20 @@ type kvMsg struct {
 	payload []byte
 }
 
+// writeKV writes one KV message. It refuses one readKV would refuse, or
+// whose agent name does not fit its u16 length, rather than send a stream
+// the peer cannot parse.
 func writeKV(w *bufio.Writer, m kvMsg) error {
+	switch {
+	case m.kind != kvChunk && m.kind != kvAux:
+		return fmt.Errorf("write kv message: %w: unknown kind %d", errKVMalformed, m.kind)
+	case len(m.pages) > maxKVPages:
+		return fmt.Errorf("write kv message: %w: %d pages is over the limit of %d", errKVMalformed, len(m.pages), maxKVPages)
+	case len(m.payload) > maxKVPayload:
+		return fmt.Errorf("write kv message: %w: payload of %d bytes is over the limit of %d", errKVMalformed, len(m.payload), maxKVPayload)
+	case len(m.agent) > math.MaxUint16:
+		return fmt.Errorf("write kv message: %w: agent name of %d bytes is over the limit of %d", errKVMalformed, len(m.agent), math.MaxUint16)
+	}
 	var h [24]byte
 	h[0] = m.kind
 	binary.BigEndian.PutUint64(h[1:], m.room)
@@ -77,6 +93,20 @@ func writeKV(w *bufio.Writer, m kvMsg) error {
 	return w.Flush()
 }
 
+// errKVMalformed marks a KV message that breaks the wire format: an
+// unknown kind or a count over its limit. The stream cannot be resynced
+// after one, so the connection is dropped; decode counts it.
+var errKVMalformed = errors.New("malformed kv message")
+
+// kvEager is the most readKV allocates for pages or payload before the
+// bytes have arrived: a header announcing 64 MiB costs memory only as the
+// peer actually sends it.
+const kvEager = 64 << 10
+
+// readKV reads one KV message. It returns io.EOF only at a clean end
+// between messages; a message cut short is io.ErrUnexpectedEOF, one that
+// breaks the format wraps errKVMalformed. Memory grows with the bytes
+// received, never with the sizes a header announces.
 func readKV(r *bufio.Reader) (kvMsg, error) {
 	var m kvMsg
 	var h [24]byte
@@ -85,7 +115,7 @@ func readKV(r *bufio.Reader) (kvMsg, error) {
 	}
 	m.kind = h[0]
 	if m.kind != kvChunk && m.kind != kvAux {
-		return m, fmt.Errorf("read kv message: unknown kind %d", m.kind)
+		return m, fmt.Errorf("read kv message: %w: unknown kind %d", errKVMalformed, m.kind)
 	}
 	m.room = binary.BigEndian.Uint64(h[1:])
 	m.id = binary.BigEndian.Uint32(h[9:])
@@ -94,33 +124,61 @@ func readKV(r *bufio.Reader) (kvMsg, error) {
 	m.first = binary.BigEndian.Uint32(h[16:])
 	n := binary.BigEndian.Uint32(h[20:])
 	if n > maxKVPages {
-		return m, fmt.Errorf("read kv message: %d pages is too many", n)
+		return m, fmt.Errorf("read kv message: %w: %d pages is over the limit of %d", errKVMalformed, n, maxKVPages)
+	}
+	raw, err := readN(r, int64(n)*4)
+	if err != nil {
+		return m, fmt.Errorf("read kv message pages: %w", err)
+	}
+	if n > 0 {
+		m.pages = make([]uint32, n)
+		for i := range m.pages {
+			m.pages[i] = binary.BigEndian.Uint32(raw[4*i:])
+		}
 	}
 	var b [4]byte
-	m.pages = make([]uint32, n)
-	for i := range m.pages {
-		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return m, err
-		}
-		m.pages[i] = binary.BigEndian.Uint32(b[:])
-	}
 	if _, err := io.ReadFull(r, b[:]); err != nil {
-		return m, err
+		return m, fmt.Errorf("read kv message payload length: %w", unexpected(err))
 	}
 	pl := binary.BigEndian.Uint32(b[:])
 	if pl > maxKVPayload {
-		return m, fmt.Errorf("read kv message: payload of %d bytes is too large", pl)
+		return m, fmt.Errorf("read kv message: %w: payload of %d bytes is over the limit of %d", errKVMalformed, pl, maxKVPayload)
 	}
-	m.payload = make([]byte, pl)
-	if _, err := io.ReadFull(r, m.payload); err != nil {
-		return m, err
+	if m.payload, err = readN(r, int64(pl)); err != nil {
+		return m, fmt.Errorf("read kv message payload: %w", err)
 	}
 	var al [2]byte
 	if _, err := io.ReadFull(r, al[:]); err != nil {
-		return m, err
+		return m, fmt.Errorf("read kv message agent length: %w", unexpected(err))
 	}
-	agent := make([]byte, binary.BigEndian.Uint16(al[:]))
-	_, err := io.ReadFull(r, agent)
+	agent, err := readN(r, int64(binary.BigEndian.Uint16(al[:])))
+	if err != nil {
+		return m, fmt.Errorf("read kv message agent: %w", err)
+	}
 	m.agent = string(agent)
-	return m, err
+	return m, nil
+}
+
+// readN reads exactly n bytes, allocating at most kvEager ahead of what
+// has arrived; a short read is io.ErrUnexpectedEOF.
+func readN(r io.Reader, n int64) ([]byte, error) {
+	if n <= kvEager {
+		b := make([]byte, n)
+		_, err := io.ReadFull(r, b)
+		return b, unexpected(err)
+	}
+	var buf bytes.Buffer
+	buf.Grow(kvEager)
+	if _, err := io.CopyN(&buf, r, n); err != nil {
+		return nil, unexpected(err)
+	}
+	return buf.Bytes(), nil
+}
+
+// unexpected turns io.EOF inside a message into io.ErrUnexpectedEOF.
+func unexpected(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }

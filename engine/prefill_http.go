@@ -67,7 +67,8 @@ func (p *Prefill) samples() []rankSample {
 		}, counters: map[string]float64{
 			contract.MetricBootstrapFailed: float64(p.core.BootstrapFailed), contract.MetricTransferFailed: float64(p.core.TransferFailed),
 			contract.MetricRequests: float64(p.requests.Load()), contract.MetricGenerationTokens: 0,
-			contract.MetricMalformedControl: float64(p.core.Malformed), contract.MetricForeignWrites: 0, contract.MetricStrayChunks: 0,
+			contract.MetricMalformedControl: float64(p.core.Malformed), contract.MetricForeignWrites: 0, contract.MetricStrayChunks: 0, contract.MetricMalformedKV: 0,
+			contract.MetricRefusedPeers: float64(p.pulls[r].Refused()),
 		}}
 		out = append(out, s)
 	}

@@ -30,6 +30,7 @@ type pushPool struct {
 	// decode's control messages).
 	probes *core.ProbeCounts
 	side   string
+	idle   time.Duration // pushIdle; tests shorten it
 }
 
 // hit counts a lost message under the probe of the pool's side.
@@ -48,17 +49,32 @@ type pushPeer struct {
 
 const pushQueueLen = 8192
 
+// maxPushPeers bounds the peers a pool sends to at once. The addresses
+// come from peers' messages (an ABORT names where its ACK goes), so a
+// hostile peer naming a new address with every message must not grow a
+// goroutine and a queue each without bound: past the cap, messages to new
+// addresses are dropped (and counted) until idle peers are gone.
+const maxPushPeers = 256
+
+// pushIdle is how long a peer's sender waits for a message before it
+// ends and forgets the peer; the next message dials afresh.
+const pushIdle = 30 * time.Second
+
 func newPushPool(ctx context.Context, links *linkTable, hello func(addr string) [][]byte, probes *core.ProbeCounts, side string) *pushPool {
-	return &pushPool{ctx: ctx, links: links, hello: hello, peers: map[string]*pushPeer{}, probes: probes, side: side}
+	return &pushPool{ctx: ctx, links: links, hello: hello, peers: map[string]*pushPeer{}, probes: probes, side: side, idle: pushIdle}
 }
 
 // send queues msg for addr; it never blocks.
 func (p *pushPool) send(addr string, msg [][]byte) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	peer, ok := p.peers[addr]
 	if !ok {
 		if p.ctx.Err() != nil {
-			p.mu.Unlock()
+			return
+		}
+		if len(p.peers) >= maxPushPeers {
+			p.dropped.Add(1)
 			return
 		}
 		peer = &pushPeer{addr: addr, q: make(chan [][]byte, pushQueueLen)}
@@ -66,13 +82,33 @@ func (p *pushPool) send(addr string, msg [][]byte) {
 		p.wg.Add(1)
 		go p.run(peer)
 	}
-	p.mu.Unlock()
+	// Queued under the lock, so a sender that is retiring for idleness
+	// either sees this message or is already forgotten.
 	select {
 	case peer.q <- msg:
 	default:
 		p.hit(contract.ProbePrefillNoticeQueueFull, contract.ProbeDecodeControlQueueFull)
 		p.dropped.Add(1)
 	}
+}
+
+// retire forgets peer if nothing is queued for it, and reports whether it
+// did; its sender then ends.
+func (p *pushPool) retire(peer *pushPeer) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(peer.q) > 0 {
+		return false
+	}
+	delete(p.peers, peer.addr)
+	return true
+}
+
+// size is the number of peers with a running sender.
+func (p *pushPool) size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.peers)
 }
 
 func (p *pushPool) run(peer *pushPeer) {
@@ -84,13 +120,22 @@ func (p *pushPool) run(peer *pushPeer) {
 			_ = conn.Close()
 		}
 	}()
+	idle := time.NewTimer(p.idle)
+	defer idle.Stop()
 	for {
 		var msg [][]byte
 		select {
 		case <-p.ctx.Done():
 			return
+		case <-idle.C:
+			if p.retire(peer) {
+				return
+			}
+			idle.Reset(p.idle)
+			continue
 		case msg = <-peer.q:
 		}
+		idle.Reset(p.idle)
 		if conn != nil && p.links.generation() != gen {
 			_ = conn.Close()
 			conn = nil

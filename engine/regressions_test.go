@@ -272,7 +272,10 @@ func TestRegressionDecodeAbortLeak(t *testing.T) {
 }
 
 func TestRegressionRankDesync(t *testing.T) {
-	runWedge(t, contract.RankDesync, contract.EngineConfig{TP: 2}, func(t *testing.T, c *engine.Cluster, regressed bool) {
+	// A long heartbeat: under load a missed /health would fail the rooms
+	// (peer loss) and unpin the queue this test watches stay pinned.
+	cfg := contract.EngineConfig{TP: 2, HeartbeatInterval: time.Minute}
+	runWedge(t, contract.RankDesync, cfg, func(t *testing.T, c *engine.Cluster, regressed bool) {
 		h := hooksOf(t, c)
 		must(t, h.Pause(t.Context(), allWorkers))
 		cancel := testkit.Background(t, func(ctx context.Context) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -129,27 +130,6 @@ func TestCommandsMalformed(t *testing.T) {
 	}
 }
 
-func FuzzReadFrame(f *testing.F) {
-	f.Add([]byte{0, 2, 'a', 'b'})
-	f.Add([]byte{2, 0, 0, 0, 0, 0, 0, 0, 1, 'z'})
-	f.Add([]byte{4, 6, 5, 'R', 'E', 'A', 'D', 'Y'})
-	f.Add([]byte{0xFF, 0xFF})
-	f.Fuzz(func(t *testing.T, in []byte) {
-		r := bytes.NewReader(in)
-		for {
-			fr, err := ReadFrame(r)
-			if err != nil {
-				return
-			}
-			if fr.IsCommand() {
-				if _, data, err := ParseCommand(fr.Body); err == nil {
-					_, _ = ParseProperties(data)
-				}
-			}
-		}
-	})
-}
-
 // rawPeer connects to addr and completes a handshake by hand as socketType.
 func rawPeer(t *testing.T, addr, socketType string) (net.Conn, *bufio.Reader) {
 	t.Helper()
@@ -218,6 +198,14 @@ func TestPullAnswersPingAndSurvivesJunk(t *testing.T) {
 	if err != nil || len(m) != 2 || string(m[1]) != "b" {
 		t.Fatalf("after junk peers: %q %v", m, err)
 	}
+	// Each junk peer was refused and counted: bad greeting, PULL peer,
+	// reserved flag bits.
+	testkit.Eventually(t, 5*time.Second, func() error {
+		if n := pull.Refused(); n != 3 {
+			return fmt.Errorf("refused %d peers, want 3", n)
+		}
+		return nil
+	})
 }
 
 // rawPeer2 is rawPeer for a peer type the socket must refuse: it returns

@@ -24,6 +24,16 @@ const (
 // corrupt or hostile length cannot make a reader allocate without bound.
 const MaxFrameSize = 1 << 30
 
+// MaxMessageFrames bounds the frames of one multipart message, so a peer
+// that sends empty frames with MORE set forever cannot grow a reader's
+// memory without bound. SGLang's longest control message has about 20.
+const MaxMessageFrames = 4096
+
+// MaxMessageSize bounds the bytes of one multipart message, all frames
+// together, for the same reason: each frame alone is bounded by
+// MaxFrameSize.
+const MaxMessageSize = MaxFrameSize
+
 // eagerBody is the largest body allocated up front; bigger bodies grow as
 // bytes actually arrive.
 const eagerBody = 1 << 20
@@ -74,7 +84,11 @@ func WriteFrame(w io.Writer, f Frame) error {
 
 // ReadFrame reads one frame from r. Malformed input (reserved flag bits, a
 // size over MaxFrameSize, a truncated frame) gives an error, never a panic.
-func ReadFrame(r io.Reader) (Frame, error) {
+func ReadFrame(r io.Reader) (Frame, error) { return readFrame(r, MaxFrameSize) }
+
+// readFrame is ReadFrame refusing a frame that announces more than limit
+// bytes before it allocates or reads its body.
+func readFrame(r io.Reader, limit uint64) (Frame, error) {
 	var hdr [9]byte
 	if _, err := io.ReadFull(r, hdr[:1]); err != nil {
 		return Frame{}, fmt.Errorf("read frame flags: %w", err)
@@ -95,8 +109,8 @@ func ReadFrame(r io.Reader) (Frame, error) {
 		}
 		size = uint64(hdr[1])
 	}
-	if size > MaxFrameSize {
-		return Frame{}, fmt.Errorf("%w: frame size %d over limit %d", ErrProtocol, size, MaxFrameSize)
+	if size > limit {
+		return Frame{}, fmt.Errorf("%w: frame size %d over limit %d", ErrProtocol, size, limit)
 	}
 	body, err := readBody(r, int64(size))
 	if err != nil {
@@ -134,11 +148,14 @@ func readBody(r io.Reader, n int64) ([]byte, error) {
 
 // ReadMessage reads the frames of one multipart message from r. Commands
 // that arrive before or between the message's frames are passed to onCommand
-// (which may be nil) and not returned.
+// (which may be nil) and not returned. A message of more than
+// MaxMessageFrames frames or MaxMessageSize bytes is refused with
+// ErrProtocol once the limit is crossed, before more is read.
 func ReadMessage(r io.Reader, onCommand func(Frame) error) ([][]byte, error) {
 	var frames [][]byte
+	var size uint64
 	for {
-		f, err := ReadFrame(r)
+		f, err := readFrame(r, MaxMessageSize-size)
 		if err != nil {
 			if len(frames) > 0 {
 				err = unexpected(err)
@@ -153,6 +170,10 @@ func ReadMessage(r io.Reader, onCommand func(Frame) error) ([][]byte, error) {
 			}
 			continue
 		}
+		if len(frames) == MaxMessageFrames {
+			return nil, fmt.Errorf("%w: message over %d frames", ErrProtocol, MaxMessageFrames)
+		}
+		size += uint64(len(f.Body))
 		frames = append(frames, f.Body)
 		if !f.More() {
 			return frames, nil

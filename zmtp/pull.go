@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,6 +28,7 @@ type Pull struct {
 
 	wg        sync.WaitGroup
 	closeOnce sync.Once
+	refused   atomic.Int64
 }
 
 // Listen binds a PULL socket on addr ("127.0.0.1:0" or "tcp://host:port")
@@ -50,6 +53,19 @@ func Listen(ctx context.Context, addr string) (*Pull, error) {
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
+}
+
+// Refused counts peer connections dropped because of what the peer sent:
+// a greeting or READY that is not ZMTP 3.x from a PUSH, a malformed or
+// over-limit frame or message, or a message cut off mid-frame. An owner
+// exports it, so a hostile or broken peer is seen, not only survived.
+func (p *Pull) Refused() int64 { return p.refused.Load() }
+
+// refuse counts err if the peer caused it.
+func (p *Pull) refuse(err error) {
+	if errors.Is(err, ErrProtocol) || errors.Is(err, io.ErrUnexpectedEOF) {
+		p.refused.Add(1)
+	}
 }
 
 // Addr is the bound host:port, for peers to Dial.
@@ -159,6 +175,7 @@ func (p *Pull) serve(c net.Conn) {
 	_, _, err := handshake(ctx, c, br, TypePull)
 	cancel()
 	if err != nil {
+		p.refuse(err)
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
@@ -166,6 +183,7 @@ func (p *Pull) serve(c net.Conn) {
 	for {
 		msg, err := ReadMessage(br, onCmd)
 		if err != nil {
+			p.refuse(err)
 			return
 		}
 		select {

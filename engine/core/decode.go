@@ -152,6 +152,10 @@ type Decode struct {
 	ForeignWrites int64
 	// Malformed counts prefill notices dropped as malformed.
 	Malformed int64
+	// MalformedKV counts KV messages refused as malformed: a broken
+	// stream (unknown kind, a count over its limit, a message cut short),
+	// a chunk for another rank, or a payload that is not whole tokens.
+	MalformedKV int64
 }
 
 // NewDecode returns an empty decode side.

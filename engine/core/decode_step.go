@@ -243,9 +243,17 @@ func (d *Decode) freeAwaiting(room uint64) {
 // OnChunk applies one KV chunk to rank's pages, as an RDMA write lands
 // without asking whose pages they are, then records it for the room. It
 // reports whether the room was active; prefill treats false as a failure.
+//
+// A payload that is not a whole number of this rank's per-token KV bytes
+// is refused before anything is written, counted in MalformedKV, and
+// reported as inactive: no peer of ours sends one.
 func (d *Decode) OnChunk(now time.Time, rank int, room uint64, id int, last bool, pages []uint32, first int, payload []byte) bool {
 	rk := d.ranks[rank]
 	per := model.KVBytesPerToken / len(d.ranks)
+	if len(payload)%per != 0 {
+		d.RefuseKV(now, rank, room, fmt.Sprintf("chunk %d payload of %d bytes is not whole tokens of %d bytes", id, len(payload), per))
+		return false
+	}
 	for k := 0; k*per < len(payload); k++ {
 		t := first + k
 		idx := t/d.cfg.PageSize - first/d.cfg.PageSize
@@ -263,7 +271,9 @@ func (d *Decode) OnChunk(now time.Time, rank int, room uint64, id int, last bool
 			d.probes.Hit(contract.ProbeDecodeChunkWrongStage)
 		}
 		d.StrayChunks++
-		d.hist.Note(now, room, "decode", rank, "stray-chunk", fmt.Sprintf("chunk %d for a room decode does not hold", id))
+		if d.hist.Known(room) {
+			d.hist.Note(now, room, "decode", rank, "stray-chunk", fmt.Sprintf("chunk %d for a room decode does not hold", id))
+		}
 		for _, pg := range pages {
 			if owner := rk.pool.Owner(pg); owner != 0 && owner != room {
 				// The write landed in pages another request owns now: its
@@ -290,7 +300,18 @@ func (d *Decode) OnChunk(now time.Time, rank int, room uint64, id int, last bool
 func (d *Decode) RefuseChunk(now time.Time, rank int, room uint64, id int, agent string) {
 	d.probes.Hit(contract.ProbeDecodeChunkStaleAgent)
 	d.StrayChunks++
-	d.hist.Note(now, room, "decode", rank, "stale-registration", fmt.Sprintf("chunk %d addressed to agent %q refused", id, agent))
+	if d.hist.Known(room) {
+		d.hist.Note(now, room, "decode", rank, "stale-registration", fmt.Sprintf("chunk %d addressed to agent %q refused", id, agent))
+	}
+}
+
+// RefuseKV records a KV message decode refused as malformed (why says
+// how), for room if the message got as far as naming one (0 otherwise).
+func (d *Decode) RefuseKV(now time.Time, rank int, room uint64, why string) {
+	d.MalformedKV++
+	if d.hist.Known(room) {
+		d.hist.Note(now, room, "decode", rank, "malformed-kv", why)
+	}
 }
 
 // OnAux records the completion notice that follows a rank's last chunk.
@@ -324,7 +345,9 @@ func (d *Decode) OnNotice(now time.Time, rank int, frames [][]byte) error {
 	}
 	switch n.Kind {
 	case MsgAbortAck:
-		d.hist.Note(now, n.Room, "decode", rank, "abort-ack", fmt.Sprintf("from prefill rank %d", n.Rank))
+		if d.hist.Known(n.Room) { // an ACK for a room decode never had opens no record
+			d.hist.Note(now, n.Room, "decode", rank, "abort-ack", fmt.Sprintf("from prefill rank %d", n.Rank))
+		}
 		aw, ok := d.awaiting[n.Room]
 		if !ok {
 			// Late (pages freed on the ACK timeout) or for an abort that

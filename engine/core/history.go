@@ -70,6 +70,19 @@ func (h *History) Add(now time.Time, room uint64, side string, rank int, kind st
 	}
 }
 
+// Known reports whether the history has a record of room, held or
+// recently cleared. Notes about rooms a peer made up (stray or malformed
+// KV writes) are kept only for known rooms, so a hostile peer naming a new
+// room with every message cannot grow the history without bound.
+func (h *History) Known(room uint64) bool {
+	if h == nil {
+		return false
+	}
+	_, held := h.rooms[room]
+	_, cleared := h.byCleared[room]
+	return held || cleared
+}
+
 // Note records an event that does not change status.
 func (h *History) Note(now time.Time, room uint64, side string, rank int, kind, detail string) {
 	if h == nil {

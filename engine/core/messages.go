@@ -99,7 +99,23 @@ func utoa(n uint64) []byte { return []byte(strconv.FormatUint(n, 10)) }
 func empty() []byte        { return []byte{} }
 func str(s string) []byte  { return []byte(s) }
 
+// maxDigits is the longest number frame accepted: 20 digits hold any
+// 64-bit value. The protocol proxy's classifier has the same bound, so a
+// zero-padded run of digits is refused by both, not acted on by one.
+const maxDigits = 20
+
+// digits refuses a number frame longer than maxDigits.
+func digits(b []byte, what string) error {
+	if len(b) > maxDigits {
+		return fmt.Errorf("%w: %s is %d bytes, longer than any 64-bit decimal", ErrMalformed, what, len(b))
+	}
+	return nil
+}
+
 func atoi(b []byte, what string) (int, error) {
+	if err := digits(b, what); err != nil {
+		return 0, err
+	}
 	n, err := strconv.Atoi(string(b))
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s %q is not an integer", ErrMalformed, what, b)
@@ -107,7 +123,36 @@ func atoi(b []byte, what string) (int, error) {
 	return n, nil
 }
 
+// atonat parses a count, size or rank: an unsigned decimal, as the
+// protocol proxy's classifier reads one, so the engine never acts on a
+// message the proxy would call unknown.
+func atonat(b []byte, what string) (int, error) {
+	if err := digits(b, what); err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(string(b), 10, strconv.IntSize-1)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s %q is not a non-negative integer", ErrMalformed, what, b)
+	}
+	return int(n), nil
+}
+
+// atoport parses a TCP port: an unsigned decimal up to 65535.
+func atoport(b []byte, what string) (int, error) {
+	if err := digits(b, what); err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(string(b), 10, 16)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s %q is not a port", ErrMalformed, what, b)
+	}
+	return int(n), nil
+}
+
 func atou(b []byte, what string) (uint64, error) {
+	if err := digits(b, what); err != nil {
+		return 0, err
+	}
 	n, err := strconv.ParseUint(string(b), 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s %q is not an unsigned integer", ErrMalformed, what, b)
@@ -151,7 +196,7 @@ func parseAbort(f [][]byte) (Abort, error) {
 	if err != nil {
 		return Abort{}, err
 	}
-	port, err := atoi(f[3], "decode port")
+	port, err := atoport(f[3], "decode port")
 	if err != nil {
 		return Abort{}, err
 	}
@@ -161,7 +206,13 @@ func parseAbort(f [][]byte) (Abort, error) {
 // abortAckFrames is the ABORT_ACK of deferred release, which the bundled
 // decode always runs (it holds an aborted room's pages until every prefill
 // rank acknowledges): ABORT_ACK, room, prefill_rank.
+//
+// A negative rank (a Notice from a 2-frame ACK, which does not say) is
+// written as that 2-frame form: ABORT_ACK, room.
 func abortAckFrames(room uint64, rank int) [][]byte {
+	if rank < 0 {
+		return [][]byte{str(TagAbortAck), utoa(room)}
+	}
 	return [][]byte{str(TagAbortAck), utoa(room), itoa(rank)}
 }
 
@@ -177,7 +228,7 @@ func parseAbortAck(f [][]byte) (Notice, error) {
 		return n, err
 	}
 	if len(f) >= 3 {
-		if n.Rank, err = atoi(f[2], "prefill rank"); err != nil {
+		if n.Rank, err = atonat(f[2], "prefill rank"); err != nil {
 			return n, err
 		}
 	}
@@ -200,7 +251,7 @@ func parseStatus(f [][]byte, i int) (Notice, error) {
 		return n, fmt.Errorf("%w: status %d is not a KVPoll value", ErrMalformed, s)
 	}
 	n.Status = KVPoll(s)
-	if n.Rank, err = atoi(f[i+2], "prefill rank"); err != nil {
+	if n.Rank, err = atonat(f[i+2], "prefill rank"); err != nil {
 		return n, err
 	}
 	if len(f) > i+3 {

@@ -155,7 +155,7 @@ func nixlRegistration(f [][]byte) (Registration, error) {
 	var r Registration
 	var err error
 	r.DecodeIP = string(f[2])
-	if r.DecodePort, err = atoi(f[3], "decode port"); err != nil {
+	if r.DecodePort, err = atoport(f[3], "decode port"); err != nil {
 		return r, err
 	}
 	r.AgentName = string(f[4])
@@ -164,13 +164,13 @@ func nixlRegistration(f [][]byte) (Registration, error) {
 		return r, fmt.Errorf("%w: registration agent_metadata %q lacks kv=ADDR", ErrMalformed, f[5])
 	}
 	r.KVAddr = meta
-	if r.DecodeTP, err = atoi(f[10], "decode tp size"); err != nil {
+	if r.DecodeTP, err = atonat(f[10], "decode tp size"); err != nil {
 		return r, err
 	}
-	if r.DecodeRank, err = atoi(f[11], "decode tp rank"); err != nil {
+	if r.DecodeRank, err = atonat(f[11], "decode tp rank"); err != nil {
 		return r, err
 	}
-	if r.DstNumSlots, err = atoi(f[17], "dst_num_slots"); err != nil {
+	if r.DstNumSlots, err = atonat(f[17], "dst_num_slots"); err != nil {
 		return r, err
 	}
 	return r, nil
@@ -186,7 +186,7 @@ func nixlMetadata(f [][]byte) (Metadata, error) {
 		return m, err
 	}
 	m.DecodeIP = string(f[2])
-	if m.DecodePort, err = atoi(f[3], "decode port"); err != nil {
+	if m.DecodePort, err = atoport(f[3], "decode port"); err != nil {
 		return m, err
 	}
 	m.AgentName = string(f[4])
@@ -285,7 +285,7 @@ func mooncakeRegistration(f [][]byte) (Registration, error) {
 	var r Registration
 	var err error
 	r.DecodeIP = string(f[1])
-	if r.DecodePort, err = atoi(f[2], "decode port"); err != nil {
+	if r.DecodePort, err = atoport(f[2], "decode port"); err != nil {
 		return r, err
 	}
 	session := string(f[3])
@@ -293,13 +293,13 @@ func mooncakeRegistration(f [][]byte) (Registration, error) {
 		return r, fmt.Errorf("%w: registration session_id %q is not ip:port", ErrMalformed, session)
 	}
 	r.AgentName, r.KVAddr = session, session
-	if r.DecodeRank, err = atoi(f[7], "dst_tp_rank"); err != nil {
+	if r.DecodeRank, err = atonat(f[7], "dst_tp_rank"); err != nil {
 		return r, err
 	}
-	if r.DecodeTP, err = atoi(f[8], "dst_attn_tp_size"); err != nil {
+	if r.DecodeTP, err = atonat(f[8], "dst_attn_tp_size"); err != nil {
 		return r, err
 	}
-	if _, err = atoi(f[9], "kv_item_len"); err != nil {
+	if _, err = atonat(f[9], "kv_item_len"); err != nil {
 		return r, err
 	}
 	return r, nil
@@ -317,7 +317,7 @@ func mooncakeMetadata(f [][]byte) (Metadata, error) {
 		return m, err
 	}
 	m.DecodeIP = string(f[1])
-	if m.DecodePort, err = atoi(f[2], "decode port"); err != nil {
+	if m.DecodePort, err = atoport(f[2], "decode port"); err != nil {
 		return m, err
 	}
 	m.AgentName = string(f[3])

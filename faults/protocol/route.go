@@ -53,16 +53,30 @@ func (rr *RouteRewriter) Unmap(from string) {
 // ServeHTTP implements http.Handler.
 func (rr *RouteRewriter) ServeHTTP(w http.ResponseWriter, r *http.Request) { rr.rp.ServeHTTP(w, r) }
 
+// maxRouteAnswer bounds the /route answer the rewriter reads into memory:
+// a rank's {rank_ip, rank_port} is tens of bytes, a topology answer a few
+// hundred. A larger answer is relayed untouched as it streams.
+const maxRouteAnswer = 1 << 20
+
 func (rr *RouteRewriter) modify(resp *http.Response) error {
 	req := resp.Request
 	if req == nil || req.Method != http.MethodGet || req.URL.Path != contract.PathRoute || resp.StatusCode != http.StatusOK {
 		return nil
 	}
-	body, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxRouteAnswer+1))
 	if err != nil {
+		_ = resp.Body.Close()
 		return fmt.Errorf("read /route answer: %w", err)
 	}
+	if len(body) > maxRouteAnswer {
+		// Not a rank's answer: relay it untouched, without holding it.
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
+		return nil
+	}
+	_ = resp.Body.Close()
 	out, err := rr.rewrite(body)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package record
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -114,6 +115,41 @@ func labelKey(m *dto.Metric) string {
 	return strings.Join(parts, ",")
 }
 
+// Limits on what a target's endpoints may send, so a broken or hostile
+// target cannot make the recorder hold an unbounded answer. The bundled
+// engine's /metrics is a few KiB and its /debug/rooms (2000 cleared rooms
+// of up to 64 events) about 20 MiB.
+const (
+	// MaxScrapeBytes bounds one /metrics answer.
+	MaxScrapeBytes = 16 << 20
+	// MaxRoomsBytes bounds one /debug/rooms answer.
+	MaxRoomsBytes = 64 << 20
+)
+
+// ErrTooLarge is wrapped when a target's answer is over its limit.
+var ErrTooLarge = errors.New("answer over its size limit")
+
+// capped reads r and fails with ErrTooLarge past limit bytes, rather than
+// silently truncating (a cut answer would parse as a smaller one).
+func capped(r io.Reader, limit int64, what string) io.Reader {
+	return &cappedReader{r: io.LimitReader(r, limit+1), limit: limit, what: what}
+}
+
+type cappedReader struct {
+	r           io.Reader
+	read, limit int64
+	what        string
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.read += int64(n)
+	if c.read > c.limit {
+		return 0, fmt.Errorf("read %s: %w: more than %d bytes", c.what, ErrTooLarge, c.limit)
+	}
+	return n, err
+}
+
 // scrapeURL GETs a /metrics URL and parses it.
 func scrapeURL(ctx context.Context, c *http.Client, url string) (check.Scrape, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -128,7 +164,7 @@ func scrapeURL(ctx context.Context, c *http.Client, url string) (check.Scrape, e
 	if resp.StatusCode != http.StatusOK {
 		return check.Scrape{}, fmt.Errorf("scrape %s: status %d", url, resp.StatusCode)
 	}
-	s, err := ParseMetrics(resp.Body)
+	s, err := ParseMetrics(capped(resp.Body, MaxScrapeBytes, "metrics"))
 	if err != nil {
 		return check.Scrape{}, fmt.Errorf("scrape %s: %w", url, err)
 	}
@@ -150,7 +186,7 @@ func fetchRooms(ctx context.Context, c *http.Client, base string) (contract.Room
 	if resp.StatusCode != http.StatusOK {
 		return rr, fmt.Errorf("rooms %s: status %d", base, resp.StatusCode)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&rr); err != nil {
+	if err := json.NewDecoder(capped(resp.Body, MaxRoomsBytes, "/debug/rooms answer")).Decode(&rr); err != nil {
 		return rr, fmt.Errorf("rooms %s: decode: %w", base, err)
 	}
 	return rr, nil
