@@ -9,10 +9,18 @@ const (
 	PathGenerate        = "/generate"
 	PathHealth          = "/health"
 	PathHealthGenerate  = "/health_generate"
-	PathMetrics         = "/metrics"
-	PathAbortRequest    = "/abort_request"
-	PathServerInfo      = "/get_server_info"
-	PathRoute           = "/route"
+	// PathReadiness is the router's readiness (SGLang's model gateway):
+	// 200 only while at least one prefill and one decode are healthy, else
+	// 503 with a JSON body (ReadinessBody) naming what is not. The
+	// gateway's /health and PathLiveness are liveness only (always 200).
+	// Engines do not serve it.
+	PathReadiness = "/readiness"
+	// PathLiveness is the router's liveness: 200 while it serves.
+	PathLiveness     = "/liveness"
+	PathMetrics      = "/metrics"
+	PathAbortRequest = "/abort_request"
+	PathServerInfo   = "/get_server_info"
+	PathRoute        = "/route"
 	// PathDebugRooms lists every room with its state and event history
 	// (RoomsResponse); loopback callers only.
 	PathDebugRooms = "/debug/rooms"
@@ -20,6 +28,14 @@ const (
 	// loopback callers only.
 	HooksPath = "/debug/hooks"
 )
+
+// ReadinessBody is the router's /readiness answer.
+type ReadinessBody struct {
+	// Status is "ready" or "not ready".
+	Status string `json:"status"`
+	// Unhealthy names each role that did not answer its /health, with why.
+	Unhealthy []string `json:"unhealthy,omitempty"`
+}
 
 // RoomHeader is the response header in which the router reports the
 // bootstrap room it chose, so a client outcome can be joined with the

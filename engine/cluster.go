@@ -131,12 +131,14 @@ func (c *Cluster) Processes() (contract.Processes, error) {
 	return nil, fmt.Errorf("process control: %w: the in-process cluster runs every role in one process (run roles as processes for process faults)", contract.ErrUnsupported)
 }
 
-// Health checks every role's /health.
+// Health checks the router's /readiness (which asks prefill and decode)
+// and each engine's /health_generate.
 func (c *Cluster) Health(ctx context.Context) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	defer client.CloseIdleConnections()
-	for _, u := range []string{"http://" + c.Router.Addr(), "http://" + c.Prefill.Addrs().HTTP, "http://" + c.Decode.Addrs().HTTP} {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+contract.PathHealth, nil)
+	for _, u := range []string{"http://" + c.Router.Addr() + contract.PathReadiness,
+		"http://" + c.Prefill.Addrs().HTTP + contract.PathHealthGenerate, "http://" + c.Decode.Addrs().HTTP + contract.PathHealthGenerate} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
 			return err
 		}

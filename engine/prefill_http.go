@@ -121,7 +121,7 @@ func (p *Prefill) bootstrapRoutes() http.Handler {
 
 func serverInfo(cfg contract.EngineConfig, role string, addrs any) map[string]any {
 	reg, _ := contract.ParseRegressions(cfg.Regressions)
-	return map[string]any{"model_path": cfg.Model, "served_model_name": cfg.Model, "disaggregation_mode": role,
+	return map[string]any{"version": "pdchaos-engine", "model_path": cfg.Model, "served_model_name": cfg.Model, "disaggregation_mode": role,
 		"tp_size": cfg.TP, "page_size": cfg.PageSize, "regressions": reg.List(), "addrs": addrs,
 		"internal_states": []any{}}
 }

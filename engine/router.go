@@ -33,9 +33,11 @@ type RouterConfig struct {
 	PrefillBootstrap string `json:"prefill_bootstrap"`
 }
 
-// Router is a mini load balancer like SGLang's mini_lb: it picks a random
-// bootstrap room, sends the same request to prefill and decode at once and
-// streams decode's answer. A client that goes away cancels both upstream
+// Router is a small PD router like SGLang's (the model gateway,
+// sgl-model-gateway / smg; formerly mini_lb): it picks a random bootstrap
+// room, sends the same request to prefill and decode at once and streams
+// decode's answer. Like the gateway, /health and /liveness are liveness
+// only and /readiness asks prefill and decode. A client that goes away cancels both upstream
 // requests; that is how aborts reach the engines.
 type Router struct {
 	cfg    contract.EngineConfig
@@ -86,6 +88,8 @@ func startRouter(ctx context.Context, cfg contract.EngineConfig, rc RouterConfig
 	mux.HandleFunc("POST "+contract.PathChatCompletions, rt.handleChat)
 	mux.HandleFunc("POST "+contract.PathGenerate, rt.handleGenerate)
 	mux.HandleFunc("GET "+contract.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET "+contract.PathLiveness, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET "+contract.PathReadiness, rt.handleReadiness)
 	mux.HandleFunc("GET "+contract.PathModels, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"object": "list", "data": []map[string]any{{"id": cfg.Model, "object": "model", "owned_by": "pdchaos"}}})
 	})
@@ -189,6 +193,58 @@ func (rt *Router) post(ctx context.Context, hostport string, body []byte) (*http
 	}
 	req.Header.Set("Content-Type", "application/json")
 	return rt.client.Do(req)
+}
+
+// handleReadiness answers like SGLang's model gateway: 200 only when
+// prefill and decode both answer their /health, else 503 with a JSON body
+// naming what is unhealthy. (/health stays liveness only, as on the
+// gateway.)
+func (rt *Router) handleReadiness(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	roles := []struct{ name, addr string }{{"prefill", rt.rc.PrefillHTTP}, {"decode", rt.rc.DecodeHTTP}}
+	errs := make([]error, len(roles))
+	var wg sync.WaitGroup
+	for i, role := range roles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = rt.healthOf(ctx, role.addr)
+		}()
+	}
+	wg.Wait()
+	body := contract.ReadinessBody{Status: "ready"}
+	for i, err := range errs {
+		if err != nil {
+			body.Unhealthy = append(body.Unhealthy, fmt.Sprintf("%s http://%s: %v", roles[i].name, roles[i].addr, err))
+		}
+	}
+	if len(body.Unhealthy) > 0 {
+		body.Status = "not ready"
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(body)
+		return
+	}
+	writeJSON(w, body)
+}
+
+// healthOf GETs an engine's /health and wants 200.
+func (rt *Router) healthOf(ctx context.Context, hostport string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+hostport+contract.PathHealth, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := rt.client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
 }
 
 func (rt *Router) handleGenerate(w http.ResponseWriter, r *http.Request) {

@@ -36,6 +36,14 @@ type Fault interface {
 	Evidence() Evidence
 }
 
+// Preflighter is an optional part of a Fault: Preflight says, before a run
+// starts, whether t can take the fault at all beyond having its layer (a
+// process fault's role exists; a kill can be followed by a restart), so a
+// run is refused up front instead of failing mid-way.
+type Preflighter interface {
+	Preflight(t Target) error
+}
+
 // Evidence says whether a fault took effect and by what measure. A fault
 // that did nothing reports Effective false; the harness never counts that
 // as verified.

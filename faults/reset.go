@@ -7,11 +7,13 @@ import (
 	"syscall"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/faults/internal/proctree"
 )
 
 // Reset clears what a crashed or killed run may have left on a target
 // before the next run starts: it opens every engine hook gate (ResumeAll)
-// and sends SIGCONT to every role process, so a stopped process runs again.
+// and sends SIGCONT to every role's process tree, so a stopped process runs
+// again.
 // Capabilities the target lacks are skipped.
 //
 // Network faults need no reset: the embedded Toxiproxy lives in the
@@ -36,8 +38,11 @@ func Reset(ctx context.Context, t Target) error {
 				errs = append(errs, fmt.Errorf("reset process %s: %w", role, err))
 				continue
 			}
-			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
-				errs = append(errs, fmt.Errorf("reset process %s (pid %d): %w", role, pid, err))
+			// The whole tree: a stop fault freezes the role's subprocesses too.
+			for _, p := range append(proctree.Tree(pid), pid) {
+				if err := syscall.Kill(p, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
+					errs = append(errs, fmt.Errorf("reset process %s (pid %d): %w", role, p, err))
+				}
 			}
 		}
 	} else if !errors.Is(err, contract.ErrUnsupported) {

@@ -16,6 +16,7 @@ import (
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults/schedule"
 	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/harness/target"
 )
 
 // Exit codes: 0 pass, 1 invariant violated, 2 inconclusive, 3 harness error.
@@ -59,6 +60,10 @@ type Result struct {
 	// ReportError says why report.html or junit.xml could not be written
 	// (the verdict stands; `pdchaos report RUN_DIR` renders them again).
 	ReportError string `json:"report_error,omitempty"`
+	// Health is the target's health when the run began, with the endpoint
+	// used per role (router /readiness or /health, engine /health_generate
+	// or /health).
+	Health target.HealthReport `json:"health,omitempty"`
 }
 
 // UnhitProbes lists, in table order, the code probes that no run of
@@ -186,6 +191,9 @@ func ReadResult(dir string) (*Result, error) {
 // and wedges of failures, then where the results are.
 func (r *Result) PrintTable(w io.Writer) {
 	fmt.Fprintf(w, "scenario %s  seed %d  target %s  %v\n", r.Scenario, r.Seed, r.Target, r.Duration.Round(time.Millisecond))
+	if len(r.Health) > 0 {
+		fmt.Fprintf(w, "health: %s\n", r.Health)
+	}
 	if r.HarnessError != "" {
 		fmt.Fprintf(w, "harness error: %s\n", r.HarnessError)
 	}

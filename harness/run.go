@@ -187,6 +187,9 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 		return t.Close(cctx)
 	}
 	defer func() { _ = closeTarget() }()
+	hctx, hcancel := context.WithTimeout(ctx, target.HealthTimeout+5*time.Second)
+	res.Health = target.ProbeHealth(hctx, t.Endpoint(), target.EngineBases(t))
+	hcancel()
 	var layers []string
 	for _, l := range target.Layers(t) {
 		layers = append(layers, string(l))
@@ -218,6 +221,13 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 	entries, err := BuildSchedule(sc.Faults, rng, net)
 	if err != nil {
 		return fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	for _, e := range entries {
+		if p, ok := e.Fault.(faults.Preflighter); ok {
+			if err := p.Preflight(t); err != nil {
+				return fmt.Errorf("scenario %s: the target cannot take fault %s: %w", sc.Name, e.Fault.Name(), err)
+			}
+		}
 	}
 	opts, _ := sc.AgentOptions()
 	opts.Duration = sc.Duration

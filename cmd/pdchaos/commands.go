@@ -22,10 +22,11 @@ import (
 )
 
 // addCommands registers the harness commands (run, repro, check, report,
-// bundle, soak, watch, faults reset, faults list and probes).
+// bundle, soak, watch, doctor, faults reset, faults list and probes).
 func addCommands(root *cobra.Command) {
 	root.AddCommand(newRunCmd(), newReproCmd(), newCheckCmd(), newReportCmd(), newBundleCmd(), newSoakCmd(), newWatchCmd(),
 		newFaultsCmd(), newProbesCmd())
+	root.AddCommand(newDoctorCmd())
 }
 
 // targetFlags choose and describe the target of run and soak.
@@ -35,6 +36,7 @@ type targetFlags struct {
 	metrics     []string
 	engines     []string
 	debugHooks  bool
+	procs       []string
 	allowRemote bool
 	checkAnswer bool
 	results     string
@@ -47,6 +49,8 @@ func (f *targetFlags) register(cmd *cobra.Command) {
 	fl.StringSliceVar(&f.metrics, "metrics", nil, "external: engine /metrics URL (repeatable)")
 	fl.StringSliceVar(&f.engines, "engine-url", nil, "external: engine base URL serving /debug/rooms (optional, repeatable)")
 	fl.BoolVar(&f.debugHooks, "debug-hooks", false, "external: engines serve /debug/hooks (the bundled engine does)")
+	fl.StringArrayVar(&f.procs, "proc", nil, "external: ROLE=PATTERN, a role's process on this host for stop/continue faults on its whole tree: "+
+		"a regexp matched against /proc/*/cmdline, or a pid (repeatable; restart is unsupported)")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow non-loopback target addresses")
 	fl.BoolVar(&f.checkAnswer, "check-answers", false, "external: check answers against pdchaos's fake model")
 	fl.StringVar(&f.results, "results", "runs", "directory for run directories")
@@ -67,6 +71,9 @@ func (f *targetFlags) args() []string {
 	}
 	for _, e := range f.engines {
 		out = append(out, "--engine-url="+e)
+	}
+	for _, p := range f.procs {
+		out = append(out, "--proc="+p)
 	}
 	for _, b := range []struct {
 		on   bool
@@ -107,21 +114,41 @@ func (f *targetFlags) source(sc *harness.Scenario, errw io.Writer) (target.Sourc
 		}
 		return target.ProcsSource{Bin: bin, Log: io.Discard}, false, nil
 	case "external":
-		addrs := append([]string{f.router}, f.metrics...)
-		addrs = append(addrs, f.engines...)
-		for i, a := range addrs {
-			addrs[i] = hostOf(a)
-		}
-		if err := checkLoopback(f.allowRemote, "target address", addrs...); err != nil {
-			return nil, false, err
-		}
-		ext := &target.External{Router: f.router, Metrics: f.metrics, Engines: f.engines, DebugHooks: f.debugHooks}
-		if err := ext.Validate(); err != nil {
+		ext, err := f.external()
+		if err != nil {
 			return nil, false, err
 		}
 		return target.ExternalSource{Target: ext}, !f.checkAnswer, nil
 	}
 	return nil, false, fmt.Errorf("--target %q: want bundled, procs or external", kind)
+}
+
+// external builds the external target from the flags, refusing
+// non-loopback addresses without --allow-remote.
+func (f *targetFlags) external() (*target.External, error) {
+	addrs := append([]string{f.router}, f.metrics...)
+	addrs = append(addrs, f.engines...)
+	for i, a := range addrs {
+		addrs[i] = hostOf(a)
+	}
+	if err := checkLoopback(f.allowRemote, "target address", addrs...); err != nil {
+		return nil, err
+	}
+	ext := &target.External{Router: f.router, Metrics: f.metrics, Engines: f.engines, DebugHooks: f.debugHooks}
+	for _, p := range f.procs {
+		role, pat, ok := strings.Cut(p, "=")
+		if !ok || role == "" || pat == "" {
+			return nil, fmt.Errorf("--proc %q: want ROLE=PATTERN (a regexp over command lines, or a pid)", p)
+		}
+		if ext.Procs == nil {
+			ext.Procs = map[string]string{}
+		}
+		ext.Procs[role] = pat
+	}
+	if err := ext.Validate(); err != nil {
+		return nil, err
+	}
+	return ext, nil
 }
 
 // hostOf strips a URL down to host:port for checkLoopback.

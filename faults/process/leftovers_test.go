@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/faults/internal/proctree"
 	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
@@ -39,6 +40,16 @@ func labelled(t *testing.T, label string) *exec.Cmd {
 	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
+	})
+	// dash starts sleep with vfork: a SIGSTOP between vfork and exec would
+	// leave the shell in 'D' until the child runs, so wait for the exec.
+	testkit.Eventually(t, 5*time.Second, func() error {
+		for _, c := range proctree.Children(cmd.Process.Pid) {
+			if proctree.Cmdline(c) == "sleep 600" {
+				return nil
+			}
+		}
+		return errors.New("sleep not exec'd yet")
 	})
 	return cmd
 }

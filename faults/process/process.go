@@ -2,12 +2,10 @@ package process
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -18,10 +16,14 @@ import (
 // change state (stopped, gone) before it reports the fault as not applied.
 const ObserveTimeout = 5 * time.Second
 
-// Stop freezes a role process with SIGSTOP; heal sends SIGCONT. Its sockets
-// stay open, so peers see a silent peer rather than a closed one. Use by
-// pointer: it records evidence.
+// Stop freezes a role's whole process tree with SIGSTOP (the role's
+// process and every descendant, such as SGLang's scheduler and
+// detokenizer subprocesses); heal sends SIGCONT to all of them. Sockets
+// stay open, so peers see a silent peer rather than a closed one. Both
+// directions are verified from /proc: every process of the tree in state
+// T after Inject, none after heal. Use by pointer: it records evidence.
 type Stop struct {
+	// Role is the role process to freeze (router, prefill, decode).
 	Role string
 	rec  recorder
 }
@@ -32,28 +34,29 @@ func (f *Stop) Name() string { return fmt.Sprintf("sigstop(%s)", f.Role) }
 // Layer is process.
 func (f *Stop) Layer() faults.Layer { return faults.LayerProcess }
 
-// Inject stops the role's process and waits until /proc shows it stopped.
+// Inject stops the role's process tree and waits until /proc shows every
+// process of it stopped; on failure it continues what it stopped.
 func (f *Stop) Inject(ctx context.Context, t faults.Target) (faults.Heal, error) {
 	_, pid, err := lookup(t, f.Name(), f.Role)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		return nil, fmt.Errorf("inject %s (pid %d): %w", f.Name(), pid, err)
-	}
 	octx, cancel := context.WithTimeout(ctx, ObserveTimeout)
 	defer cancel()
-	if st, err := waitState(octx, pid, stopped); err != nil {
-		_ = syscall.Kill(pid, syscall.SIGCONT)
-		return nil, fmt.Errorf("inject %s (pid %d): state %q, not stopped: %w", f.Name(), pid, st, err)
+	pids, err := StopTree(octx, pid)
+	if err != nil {
+		return nil, fmt.Errorf("inject %s (pid %d): %w", f.Name(), pid, err)
 	}
 	f.rec.count("stopped_observed")
+	f.rec.add("processes_stopped", int64(len(pids)))
 	var once sync.Once
-	return func(context.Context) error {
+	return func(ctx context.Context) error {
 		var err error
 		once.Do(func() {
-			if kerr := syscall.Kill(pid, syscall.SIGCONT); kerr != nil && !errors.Is(kerr, syscall.ESRCH) {
-				err = fmt.Errorf("heal %s (pid %d): %w", f.Name(), pid, kerr)
+			cctx, cancel := context.WithTimeout(ctx, ObserveTimeout)
+			defer cancel()
+			if cerr := ContinueTree(cctx, pid, pids); cerr != nil {
+				err = fmt.Errorf("heal %s (pid %d): %w", f.Name(), pid, cerr)
 				return
 			}
 			f.rec.count("continued")
@@ -62,16 +65,26 @@ func (f *Stop) Inject(ctx context.Context, t faults.Target) (faults.Heal, error)
 	}, nil
 }
 
-// Evidence reports whether the process was seen stopped.
-func (f *Stop) Evidence() faults.Evidence {
-	return f.rec.evidence(f.Name(), "stopped_observed", "process state 'T' read from /proc/<pid>/stat after SIGSTOP")
+// Preflight checks that the role's process can be found.
+func (f *Stop) Preflight(t faults.Target) error {
+	_, _, err := lookup(t, f.Name(), f.Role)
+	return err
 }
 
-// Kill crashes a role process with SIGKILL. With Restart the role is
-// restarted at once, inside Inject (a crash-restart blip); without it the
-// role stays down for the window and heal restarts it.
+// Evidence reports whether the process was seen stopped.
+func (f *Stop) Evidence() faults.Evidence {
+	return f.rec.evidence(f.Name(), "stopped_observed", "state 'T' read from /proc/<pid>/stat for every process of the role's tree after SIGSTOP, and none stopped after SIGCONT")
+}
+
+// Kill crashes a role's process tree with SIGKILL. With Restart the role
+// is restarted at once, inside Inject (a crash-restart blip); without it
+// the role stays down for the window and heal restarts it. A target that
+// cannot restart its roles (an external deployment: the harness did not
+// start them) is refused before anything is killed.
 type Kill struct {
-	Role    string
+	// Role is the role process to kill (router, prefill, decode).
+	Role string
+	// Restart restarts the role inside Inject rather than at heal.
 	Restart bool
 	rec     recorder
 }
@@ -87,20 +100,31 @@ func (f *Kill) Name() string {
 // Layer is process.
 func (f *Kill) Layer() faults.Layer { return faults.LayerProcess }
 
-// Inject kills the role's process, waits until it is gone and, with
-// Restart, restarts it.
+// RestartChecker is an optional capability of contract.Processes: whether
+// Restart can work for a role at all. Kill asks it before killing, so a
+// role that could never come back is not taken down.
+type RestartChecker interface {
+	// CanRestart is nil when Restart(role) can work, else an error (wrapping
+	// contract.ErrUnsupported) saying why not.
+	CanRestart(role string) error
+}
+
+// Inject kills the role's process tree, waits until /proc shows it gone
+// and, with Restart, restarts it.
 func (f *Kill) Inject(ctx context.Context, t faults.Target) (faults.Heal, error) {
 	procs, pid, err := lookup(t, f.Name(), f.Role)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return nil, fmt.Errorf("inject %s (pid %d): %w", f.Name(), pid, err)
+	if rc, ok := procs.(RestartChecker); ok {
+		if err := rc.CanRestart(f.Role); err != nil {
+			return nil, fmt.Errorf("inject %s: nothing killed: %w", f.Name(), err)
+		}
 	}
 	octx, cancel := context.WithTimeout(ctx, ObserveTimeout)
 	defer cancel()
-	if st, err := waitState(octx, pid, gone); err != nil {
-		return nil, fmt.Errorf("inject %s (pid %d): state %q, not gone: %w", f.Name(), pid, st, err)
+	if _, err := KillTree(octx, pid); err != nil {
+		return nil, fmt.Errorf("inject %s (pid %d): %w", f.Name(), pid, err)
 	}
 	f.rec.count("killed_observed")
 	var (
@@ -131,6 +155,21 @@ func (f *Kill) Inject(ctx context.Context, t faults.Target) (faults.Heal, error)
 		}
 		return nil
 	}, nil
+}
+
+// Preflight checks that the role's process can be found and, where the
+// target says whether it can, restarted.
+func (f *Kill) Preflight(t faults.Target) error {
+	procs, _, err := lookup(t, f.Name(), f.Role)
+	if err != nil {
+		return err
+	}
+	if rc, ok := procs.(RestartChecker); ok {
+		if err := rc.CanRestart(f.Role); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Evidence reports kills seen in /proc and restarts done.
@@ -164,13 +203,15 @@ type recorder struct {
 	c  map[string]int64
 }
 
-func (r *recorder) count(k string) {
+func (r *recorder) count(k string) { r.add(k, 1) }
+
+func (r *recorder) add(k string, n int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.c == nil {
 		r.c = map[string]int64{}
 	}
-	r.c[k]++
+	r.c[k] += n
 }
 
 func (r *recorder) evidence(name, key, detail string) faults.Evidence {
@@ -184,6 +225,8 @@ func (r *recorder) evidence(name, key, detail string) faults.Evidence {
 }
 
 var (
-	_ faults.Fault = (*Stop)(nil)
-	_ faults.Fault = (*Kill)(nil)
+	_ faults.Fault       = (*Stop)(nil)
+	_ faults.Fault       = (*Kill)(nil)
+	_ faults.Preflighter = (*Stop)(nil)
+	_ faults.Preflighter = (*Kill)(nil)
 )

@@ -14,8 +14,10 @@ import (
 // External is a deployment the harness does not own, described only by
 // URLs: any SGLang-style PD deployment (or the bundled engine reached through
 // its public endpoints). It supports client faults always, engine hooks when
-// Hooks is set (the bundled engine's /debug/hooks), process faults when PIDs
-// are given (same host), and no network or protocol faults: it cannot be told
+// DebugHooks is set (the bundled engine's /debug/hooks), stop/continue
+// process faults on whole process trees when PIDs or Procs are given (same
+// host; restart is unsupported), and no network or protocol faults: it
+// cannot be told
 // to route a link through a proxy (see docs/sglang.md for the bootstrap
 // rewriter that does that by hand).
 type External struct {
@@ -30,6 +32,10 @@ type External struct {
 	// PIDs maps a role to its process id on this host, for SIGSTOP faults
 	// (restart is not possible: the harness did not start the process).
 	PIDs map[string]int `json:"pids,omitempty" yaml:"pids,omitempty"`
+	// Procs maps a role to a regular expression matched against command
+	// lines in /proc (--proc ROLE=PATTERN); an all-digit pattern is a pid.
+	// The matching process and its whole tree take the process faults.
+	Procs map[string]string `json:"procs,omitempty" yaml:"procs,omitempty"`
 }
 
 var _ Target = (*External)(nil)
@@ -44,6 +50,13 @@ func (e *External) Validate() error {
 	}
 	if len(e.Metrics) == 0 {
 		return errors.New("external target: field metrics: at least one /metrics URL is needed")
+	}
+	for _, m := range []map[string]string{e.Procs, pidNames(e.PIDs)} {
+		for role := range m {
+			if role != "router" && role != "prefill" && role != "decode" {
+				return fmt.Errorf("external target: field procs: role %q (want router, prefill or decode)", role)
+			}
+		}
 	}
 	if e.DebugHooks && len(e.Engines) == 0 {
 		return errors.New("external target: field debug_hooks: needs engines (base URLs serving /debug/hooks)")
@@ -80,17 +93,28 @@ func (e *External) Hooks() (contract.Hooks, error) {
 	return m, nil
 }
 
-// Processes gives SIGSTOP/SIGCONT over the given PIDs; Restart is unsupported.
+// Processes gives stop/continue of whole process trees over the roles
+// given by pid or --proc pattern; Restart (and so sigkill) is unsupported.
 func (e *External) Processes() (contract.Processes, error) {
-	if len(e.PIDs) == 0 {
-		return nil, fmt.Errorf("process control: %w: no pids given for this external target", contract.ErrUnsupported)
+	if len(e.PIDs) == 0 && len(e.Procs) == 0 {
+		return nil, fmt.Errorf("process control: %w: no --proc ROLE=PATTERN given for this external target", contract.ErrUnsupported)
 	}
-	return pidProcesses(e.PIDs), nil
+	return externalProcs{pids: e.PIDs, patterns: e.Procs}, nil
 }
 
-// Health GETs the router's /health.
+// Health asks the router's /readiness and each engine's /health_generate
+// (falling back to /health where they are missing); see ProbeHealth.
 func (e *External) Health(ctx context.Context) error {
-	return getOK(ctx, e.Endpoint()+contract.PathHealth)
+	return ProbeHealth(ctx, e.Endpoint(), EngineBases(e)).Err()
+}
+
+// pidNames is the role set of a pid map.
+func pidNames(m map[string]int) map[string]string {
+	out := map[string]string{}
+	for k := range m {
+		out[k] = ""
+	}
+	return out
 }
 
 // Close does nothing: the harness does not own an external deployment.
@@ -107,7 +131,7 @@ func (s ExternalSource) Open(ctx context.Context, _ contract.EngineConfig) (Targ
 	if err := s.Target.Validate(); err != nil {
 		return nil, err
 	}
-	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	hctx, cancel := context.WithTimeout(ctx, HealthTimeout+5*time.Second)
 	defer cancel()
 	if err := s.Target.Health(hctx); err != nil {
 		return nil, fmt.Errorf("open external target: %w", err)

@@ -4,30 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/faults/process"
 )
-
-// getOK GETs url and wants 200.
-func getOK(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return fmt.Errorf("health %s: %w", url, err)
-	}
-	client := &http.Client{Timeout: 5 * time.Second}
-	defer client.CloseIdleConnections()
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("health %s: %w", url, err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("health %s: status %d", url, resp.StatusCode)
-	}
-	return nil
-}
 
 // multiHooks fans hook calls out to several engines.
 type multiHooks []contract.Hooks
@@ -87,30 +67,51 @@ func (m multiHooks) State(ctx context.Context) ([]contract.HookState, error) {
 	return out, nil
 }
 
-// pidProcesses is contract.Processes over fixed pids, without restart.
-type pidProcesses map[string]int
+// externalProcs is contract.Processes over roles the harness did not
+// start: each given as a pid or as a pattern matched against command lines
+// (process.FindProcess), resolved again at every PID call so a role its
+// supervisor restarted is found anew. Restart is unsupported.
+type externalProcs struct {
+	pids     map[string]int
+	patterns map[string]string
+}
 
-// Roles lists the roles with a pid, in router, prefill, decode order.
-func (p pidProcesses) Roles() []string {
+// Roles lists the roles given, in router, prefill, decode order.
+func (p externalProcs) Roles() []string {
 	var out []string
 	for _, r := range []string{"router", "prefill", "decode"} {
-		if _, ok := p[r]; ok {
+		_, ok1 := p.pids[r]
+		_, ok2 := p.patterns[r]
+		if ok1 || ok2 {
 			out = append(out, r)
 		}
 	}
 	return out
 }
 
-// PID returns the role's given pid.
-func (p pidProcesses) PID(role string) (int, error) {
-	pid, ok := p[role]
+// PID returns the role's pid, finding it by pattern when one was given.
+func (p externalProcs) PID(role string) (int, error) {
+	if pat, ok := p.patterns[role]; ok {
+		pid, err := process.FindProcess(pat)
+		if err != nil {
+			return 0, fmt.Errorf("process %s (--proc %s=%s): %w", role, role, pat, err)
+		}
+		return pid, nil
+	}
+	pid, ok := p.pids[role]
 	if !ok {
-		return 0, fmt.Errorf("process %s: %w: no pid given", role, contract.ErrUnsupported)
+		return 0, fmt.Errorf("process %s: %w: no pid or --proc pattern given", role, contract.ErrUnsupported)
 	}
 	return pid, nil
 }
 
 // Restart is unsupported: the harness did not start the process.
-func (p pidProcesses) Restart(_ context.Context, role string) error {
-	return fmt.Errorf("restart %s: %w: the harness did not start this process", role, contract.ErrUnsupported)
+func (p externalProcs) Restart(_ context.Context, role string) error {
+	return p.CanRestart(role)
+}
+
+// CanRestart is always an error: faults that need a restart (sigkill) are
+// refused before they kill anything.
+func (p externalProcs) CanRestart(role string) error {
+	return fmt.Errorf("restart %s: %w: the harness did not start this process (external target); only stop/continue faults apply", role, contract.ErrUnsupported)
 }

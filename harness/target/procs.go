@@ -280,13 +280,10 @@ func (t *Procs) Restart(ctx context.Context, role string) error {
 	return fmt.Errorf("restart %s: %w", role, err)
 }
 
-// Health checks every role's /health.
+// Health asks the router's /readiness and each engine's /health_generate,
+// as on a real deployment (ProbeHealth).
 func (t *Procs) Health(ctx context.Context) error {
-	var errs []error
-	for _, u := range []string{t.router, "http://" + t.prefill.HTTP, "http://" + t.decode.HTTP} {
-		errs = append(errs, getOK(ctx, u+contract.PathHealth))
-	}
-	return errors.Join(errs...)
+	return ProbeHealth(ctx, t.router, EngineBases(t)).Err()
 }
 
 // Close sends SIGTERM (SIGCONT first, in case a fault stopped it) to every
