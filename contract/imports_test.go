@@ -52,7 +52,7 @@ func importRules() []importRule {
 				"faults/process", "faults/catalog", "faults/hooks", "harness", "harness/record", "harness/target", "github.com/prometheus/",
 				"github.com/tsenart/", "std:net", "std:net/http", "std:os/exec"), deps: true},
 		{why: "only harness/target reaches the engine runtime (the bundled target); the rest of the harness goes through it",
-			pkgs: []string{"harness", "harness/check", "harness/record"}, forbid: runtime},
+			pkgs: []string{"harness", "harness/check", "harness/record", "harness/doctor"}, forbid: runtime},
 		{why: "the recorder reads targets through its own small interface, not harness/target",
 			pkgs: []string{"harness/record"}, forbid: append(runtime, "engine/...", "harness", "harness/target"), deps: true},
 		{why: "agents never import the engine runtime, faults, harness or suites",
