@@ -11,6 +11,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/reports"
 )
 
@@ -96,7 +97,7 @@ func hasClass(n *html.Node, c string) bool {
 // violations, the stuck rooms' histories and the outcome table.
 func TestReportHTML(t *testing.T) {
 	t.Parallel()
-	dir := copyRun(t, failingRun)
+	dir := testkit.CopyDir(t, failingRun)
 	doc, page := parsePage(t, dir)
 	for id, want := range map[string]string{"verdict": "FAIL", "seed": "7", "target": "bundled", "version": "go1.26"} {
 		if got := text(byID(t, doc, id)); !strings.Contains(got, want) {
@@ -199,7 +200,7 @@ func TestReportHTML(t *testing.T) {
 // no @import or remote url() in styles.
 func TestReportLoadsNothing(t *testing.T) {
 	t.Parallel()
-	dir := copyRun(t, failingRun)
+	dir := testkit.CopyDir(t, failingRun)
 	doc, page := parsePage(t, dir)
 	assertOffline(t, doc, page)
 }
@@ -257,7 +258,7 @@ func checkCSS(t *testing.T, where, css string) {
 // without one the page has no probe section (TestReportHTML).
 func TestReportProbes(t *testing.T) {
 	t.Parallel()
-	dir := copyRun(t, failingRun)
+	dir := testkit.CopyDir(t, failingRun)
 	path := filepath.Join(dir, reports.ResultFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -291,7 +292,7 @@ func TestReportProbes(t *testing.T) {
 // its log, marked unfinished.
 func TestReportKilledRun(t *testing.T) {
 	t.Parallel()
-	dir := copyRun(t, failingRun)
+	dir := testkit.CopyDir(t, failingRun)
 	if err := os.Remove(filepath.Join(dir, reports.ResultFile)); err != nil {
 		t.Fatal(err)
 	}

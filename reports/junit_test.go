@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/reports"
 )
 
@@ -71,7 +72,7 @@ type junitDoc struct {
 // failures carrying their evidence, and key figures are properties.
 func TestRunJUnit(t *testing.T) {
 	t.Parallel()
-	dir := copyRun(t, failingRun)
+	dir := testkit.CopyDir(t, failingRun)
 	if err := reports.RenderDir(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func testSoak(t *testing.T, soakDir, runDir string) *reports.Soak {
 func TestSoakIndex(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	runDir := copyRun(t, failingRun)
+	runDir := testkit.CopyDir(t, failingRun)
 	soakDir := filepath.Join(root, "soak")
 	if err := os.MkdirAll(soakDir, 0o755); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/reports"
 )
 
@@ -15,32 +16,9 @@ import (
 // unknown-room-waiting on, seed 7), shared with reports' tests.
 const recordedRun = "../../reports/testdata/late-registration-fail"
 
-// copyDir copies a run directory into a temporary one.
-func copyDir(t *testing.T, src string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ents, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dst
-}
-
 // TestReportCommand re-renders a stored run.
 func TestReportCommand(t *testing.T) {
-	dir := copyDir(t, recordedRun)
+	dir := testkit.CopyDir(t, recordedRun)
 	code, out := execute(t, "report", dir)
 	if code != exitPass {
 		t.Fatalf("exit %d: %s", code, out)
@@ -58,7 +36,7 @@ func TestReportCommand(t *testing.T) {
 // TestBundleCommand: pdchaos bundle writes RUN_DIR.bundle.yaml, and repro
 // reads it back as the scenario, seed, target flags and what the run found.
 func TestBundleCommand(t *testing.T) {
-	dir := copyDir(t, recordedRun)
+	dir := testkit.CopyDir(t, recordedRun)
 	code, out := execute(t, "bundle", dir)
 	if code != exitPass {
 		t.Fatalf("exit %d: %s", code, out)
@@ -85,7 +63,7 @@ func TestBundleCommand(t *testing.T) {
 // TestReproSourceArgs: a repro.yaml's recorded target flags come back as
 // the same flags, so a replay reaches the same external target.
 func TestReproSourceArgs(t *testing.T) {
-	dir := copyDir(t, recordedRun)
+	dir := testkit.CopyDir(t, recordedRun)
 	path := filepath.Join(dir, reports.ReproFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
