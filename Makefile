@@ -9,7 +9,7 @@ FUZZTIME  ?= 1m
 # Packages with goroutines and sockets run under the race detector.
 RACE_PKGS := ./engine/... ./faults/... ./agents/... ./harness/...
 
-.PHONY: all build run test test-race test-short lint gate soak repro report bench deps clean fuzz
+.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench deps clean fuzz
 
 all: build
 
@@ -66,6 +66,11 @@ repro: build
 ## report: render report.html and junit.xml of stored runs again, e.g. make report RUNS="runs/a runs/b"
 report: build
 	$(BIN) report $(RUNS)
+
+## screenshots: a run's report.html in headless Chromium (Debian's package, installed if missing),
+## e.g. make screenshots RUN=runs/abort-storm-42-... (PNGs under RUN/screenshots/)
+screenshots:
+	bash scripts/report-screenshots.sh $(RUN)
 
 ## repro-REGRESSION: catch rate of a known regression over SEEDS seeds (default 20),
 ## e.g. make repro-free-before-ack SEEDS=20 (the gate wants at least 19 of 20 for a probabilistic catch)
