@@ -22,5 +22,11 @@ func Presets() map[string]PresetLabels {
 		"decode-restart":           {[]string{"decode", "procs"}, true},
 		"tp2-abort-storm":          {[]string{"tp"}, false},
 		"stale-kv-writes":          {[]string{"kv-pool", "transfer"}, false},
+		"kv-chunks-out-of-order":   {[]string{"transfer", "kv-pool"}, false},
+		"kv-link-faults":           {[]string{"transfer", "decode"}, false},
+		"lost-control-messages":    {[]string{"control-link", "prefill", "decode"}, false},
+		"bootstrap-deadline":       {[]string{"bootstrap", "prefill", "procs"}, false},
+		"abort-timeout-race":       {[]string{"decode", "control-link", "transfer"}, false},
+		"tp2-rank-lost":            {[]string{"tp", "prefill"}, false},
 	}
 }
