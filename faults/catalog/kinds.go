@@ -108,7 +108,7 @@ func Kinds() []Kind {
 
 		// Protocol: the KV frame relay.
 		{Name: "kv-chunks", Layer: faults.LayerProtocol,
-			Doc: "delay, reorder or drop individual KV chunks on a KV link, as multi-rail RDMA writes complete out of order (across rooms: one write is outstanding per connection)",
+			Doc: "delay, reorder or drop individual KV chunks on a KV link, as multi-rail RDMA writes complete out of order (within a room when the engine posts several writes: kv_posted_writes)",
 			Params: []Param{
 				{Name: "link", Type: TypeString, Required: true, Doc: "KV link, e.g. " + contract.KVLink(0)},
 				pct("drop_pct", "percent of chunks dropped: not forwarded, the connection closed, so the write completion fails"),

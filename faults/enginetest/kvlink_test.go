@@ -18,39 +18,57 @@ import (
 // Chunks held, delayed and overtaken on the KV link: every answer is still
 // exactly the model's (decode counts a room's chunks by id, whatever order
 // they land in), and the evidence shows chunks that were truly overtaken.
+// With one write outstanding per worker connection they are overtaken by
+// other rooms only; with kv_posted_writes 4, by chunks of their own room
+// too, and the room's completion still waits for every write.
 func TestKVChunksReorderKeepsAnswersExact(t *testing.T) {
-	testkit.NoLeaks(t)
-	c := testcluster.Start(t, contract.EngineConfig{TransferWorkers: 4})
-	f := &kvlink.Chunks{Link: contract.KVLink(0), Rand: rand.New(rand.NewPCG(9, 9)),
-		Rules: kvlink.Rules{ReorderPct: 40, AfterChunks: 1, MaxHold: 200 * time.Millisecond,
-			DelayPct: 30, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond}}
-	heal := inject(t, c, f)
-	// Rounds of concurrent requests until some chunk was overtaken: the
-	// rooms must be on different workers at once, which is likely in one
-	// round and all but certain in a few.
-	for round := 0; round < 5 && f.Stats().Reordered == 0; round++ {
-		var results []<-chan error
-		for i := range 8 {
-			ch, _ := testkit.Async(t, func(ctx context.Context) error {
-				ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				defer cancel()
-				return testkit.ChatExact(ctx, c.Endpoint(), prompt(fmt.Sprintf("reorder-%d-%d", round, i)), 8)
-			})
-			results = append(results, ch)
-		}
-		for i, ch := range results {
-			if err := testkit.Recv(t, ch, 40*time.Second); err != nil {
-				t.Fatalf("round %d request %d under reordered chunks: %v", round, i, err)
+	for _, tc := range []struct {
+		name   string
+		posted int
+	}{{"one write per connection", 1}, {"four posted writes", 4}} {
+		t.Run(tc.name, func(t *testing.T) {
+			testkit.NoLeaks(t)
+			c := testcluster.Start(t, contract.EngineConfig{TransferWorkers: 4, KVPostedWrites: tc.posted})
+			f := &kvlink.Chunks{Link: contract.KVLink(0), Rand: rand.New(rand.NewPCG(9, 9)),
+				Rules: kvlink.Rules{ReorderPct: 40, AfterChunks: 1, MaxHold: 200 * time.Millisecond,
+					DelayPct: 30, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond}}
+			heal := inject(t, c, f)
+			enough := func() bool {
+				s := f.Stats()
+				return s.Reordered > 0 && (tc.posted == 1 || s.ReorderedInRoom > 0)
 			}
-		}
+			// Rounds of concurrent requests until chunks were overtaken:
+			// the rooms must be on different workers at once, which is
+			// likely in one round and all but certain in a few.
+			for round := 0; round < 5 && !enough(); round++ {
+				var results []<-chan error
+				for i := range 8 {
+					ch, _ := testkit.Async(t, func(ctx context.Context) error {
+						ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+						defer cancel()
+						return testkit.ChatExact(ctx, c.Endpoint(), prompt(fmt.Sprintf("reorder-%d-%d", round, i)), 8)
+					})
+					results = append(results, ch)
+				}
+				for i, ch := range results {
+					if err := testkit.Recv(t, ch, 40*time.Second); err != nil {
+						t.Fatalf("round %d request %d under reordered chunks: %v", round, i, err)
+					}
+				}
+			}
+			mustHeal(t, f, heal)
+			ev := effective(t, f, true)
+			s := f.Stats()
+			if !enough() || s.Delayed == 0 || s.Dropped != 0 || s.Malformed != 0 {
+				t.Fatalf("stats %+v: want chunks overtaken (in their room with posted writes) and delayed, none dropped or malformed", s)
+			}
+			if tc.posted == 1 && s.ReorderedInRoom != 0 {
+				t.Fatalf("stats %+v: a room's chunks overtook each other with one write outstanding per connection", s)
+			}
+			t.Logf("evidence: %v", ev.Counters)
+			healthyAfter(t, c, 10*time.Second)
+		})
 	}
-	mustHeal(t, f, heal)
-	ev := effective(t, f, true)
-	if s := f.Stats(); s.Reordered == 0 || s.Delayed == 0 || s.Dropped != 0 || s.Malformed != 0 {
-		t.Fatalf("stats %+v: want chunks overtaken and delayed, none dropped or malformed", s)
-	}
-	t.Logf("evidence: %v", ev.Counters)
-	healthyAfter(t, c, 10*time.Second)
 }
 
 // Every chunk dropped: the write completions fail, prefill fails the room

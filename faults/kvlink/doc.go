@@ -15,12 +15,14 @@
 // is counted as malformed, passed on as far as it came and closed; it never
 // panics the relay.
 //
-// What reorders: the bundled engine keeps one write outstanding per
-// transfer-worker connection (one message, then its completion), and a
-// room's chunks go through one worker in order. So chunks are reordered
-// across connections, that is across rooms (and across TP ranks' links),
-// not within one room: holding a chunk holds its room's stream, while the
-// other workers' rooms overtake it.
+// What reorders: a connection carries one message at a time (a message,
+// then its completion), so the relay reorders across connections. With the
+// engine's default (kv_posted_writes 1) a room's chunks go through one
+// worker connection in order, and chunks are overtaken by other rooms' (and
+// other TP ranks' links') chunks only. With kv_posted_writes N > 1 a worker
+// posts up to N chunks of a room at once, each on its own connection (an
+// RDMA rail), so chunks of one room overtake each other too
+// (Stats.ReorderedInRoom), and the room's completion notice waits for all.
 //
 // A dropped chunk is not forwarded and both of its connections are closed:
 // prefill's write completion fails (its kv-read-failed branch) and the room

@@ -159,7 +159,7 @@ func (f *Chunks) Stats() Stats {
 func (f *Chunks) Evidence() faults.Evidence {
 	s := f.Stats()
 	ev := faults.Evidence{Fault: f.Name(), Effective: s.Reordered+s.Delayed+s.Dropped > 0,
-		Counters: map[string]int64{"chunks": s.Chunks, "aux": s.Aux, "conns": s.Conns, "reordered": s.Reordered,
+		Counters: map[string]int64{"chunks": s.Chunks, "aux": s.Aux, "conns": s.Conns, "reordered": s.Reordered, "reordered_in_room": s.ReorderedInRoom,
 			"held": s.Held, "timed_out": s.TimedOut, "delayed": s.Delayed, "delay_ms": s.DelayMs, "released": s.Released,
 			"dropped": s.Dropped, "malformed": s.Malformed}}
 	if !ev.Effective {

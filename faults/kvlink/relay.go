@@ -93,6 +93,10 @@ type Stats struct {
 	// reached the relay after them and decode applied it while they were
 	// still held.
 	Reordered int64 `json:"reordered"`
+	// ReorderedInRoom counts those a later chunk of their own room
+	// overtook: possible only when the engine posts several writes of a
+	// room at once (kv_posted_writes > 1).
+	ReorderedInRoom int64 `json:"reordered_in_room"`
 	// Held counts reorder holds; TimedOut those MaxHold ended.
 	Held     int64 `json:"held"`
 	TimedOut int64 `json:"timed_out"`
@@ -109,14 +113,16 @@ type Stats struct {
 }
 
 func (s Stats) add(o Stats) Stats {
-	return Stats{Chunks: s.Chunks + o.Chunks, Aux: s.Aux + o.Aux, Conns: s.Conns + o.Conns, Reordered: s.Reordered + o.Reordered,
+	return Stats{Chunks: s.Chunks + o.Chunks, Aux: s.Aux + o.Aux, Conns: s.Conns + o.Conns, Reordered: s.Reordered + o.Reordered, ReorderedInRoom: s.ReorderedInRoom + o.ReorderedInRoom,
 		Held: s.Held + o.Held, TimedOut: s.TimedOut + o.TimedOut, Delayed: s.Delayed + o.Delayed, DelayMs: s.DelayMs + o.DelayMs,
 		Released: s.Released + o.Released, Dropped: s.Dropped + o.Dropped, Malformed: s.Malformed + o.Malformed}
 }
 
 // hold is one chunk the relay keeps back.
 type hold struct {
-	seq       uint64        // arrival order among chunks
+	seq       uint64 // arrival order among chunks
+	room      uint64
+	inRoom    bool          // counted in ReorderedInRoom
 	passed    int           // later chunks decode applied while it was held
 	overtaken bool          // counted in Reordered
 	enough    chan struct{} // closed when passed reaches the rules' AfterChunks
@@ -129,6 +135,7 @@ type rconn struct {
 	busy       bool   // a message or its reply is in flight
 	owesAux    bool   // a last chunk passed; its aux message follows
 	seq        uint64 // arrival order of its current chunk
+	room       uint64 // and its room
 }
 
 // Relay is a KV frame relay: it listens, forwards each connection to the
@@ -342,7 +349,7 @@ func (r *Relay) serve(client net.Conn) {
 		}
 		if h.Kind == contract.KVKindAux {
 			r.count(func(s *Stats) { s.Aux++ })
-		} else if !r.apply(c) {
+		} else if !r.apply(c, h.Room) {
 			return
 		}
 		if _, err := up.Write(raw); err != nil {
@@ -374,11 +381,11 @@ func (r *Relay) count(f func(*Stats)) {
 
 // apply draws the chunk's fate and carries out a hold or delay; false means
 // the chunk was dropped (or the relay is closing) and the connection ends.
-func (r *Relay) apply(c *rconn) bool {
+func (r *Relay) apply(c *rconn, room uint64) bool {
 	r.mu.Lock()
 	r.stats.Chunks++
 	r.seq++
-	c.seq = r.seq
+	c.seq, c.room = r.seq, room
 	if !r.active {
 		r.mu.Unlock()
 		return true
@@ -393,11 +400,11 @@ func (r *Relay) apply(c *rconn) bool {
 		r.mu.Unlock()
 		return false
 	case n < rules.DropPct+rules.ReorderPct:
-		h = &hold{seq: r.seq, need: rules.after(), enough: make(chan struct{})}
+		h = &hold{seq: r.seq, room: room, need: rules.after(), enough: make(chan struct{})}
 		wait = rules.maxHold()
 		r.stats.Held++
 	case n < rules.DropPct+rules.ReorderPct+rules.DelayPct:
-		h = &hold{seq: r.seq}
+		h = &hold{seq: r.seq, room: room}
 		wait = rules.MinDelay + time.Duration(r.rand.Int64N(int64(rules.MaxDelay-rules.MinDelay)+1))
 		r.stats.Delayed++
 	default:
@@ -449,6 +456,10 @@ func (r *Relay) overtake(c *rconn) {
 		if !h.overtaken {
 			h.overtaken = true
 			r.stats.Reordered++
+		}
+		if !h.inRoom && h.room == c.room {
+			h.inRoom = true
+			r.stats.ReorderedInRoom++
 		}
 		if h.need > 0 && h.passed == h.need {
 			close(h.enough)

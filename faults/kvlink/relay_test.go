@@ -166,29 +166,39 @@ func waitStats(t *testing.T, r *Relay, cond func(Stats) bool) Stats {
 	return s
 }
 
-// A held chunk of room 1 is overtaken by room 2's chunk, which decode
-// applies first; only then does room 1's chunk go, and that counts once.
+// A held chunk is overtaken by a chunk on another connection, which decode
+// applies first; only then does the held one go, and that counts once, as
+// a reorder within its room only when the other chunk is of the same room
+// (two posted writes of one room).
 func TestRelayReordersAcrossConnections(t *testing.T) {
-	s := newSink(t)
-	r := startRelay(t, s.ln.Addr().String(), Rules{ReorderPct: 100, AfterChunks: 1, MaxHold: time.Minute})
-	a, b := dial(t, r.Addr()), dial(t, r.Addr())
-	doneA := send(t, a, frame(contract.KVKindChunk, 1, 0, false, []byte("aaaa")))
-	waitStats(t, r, func(s Stats) bool { return s.Held == 1 })
-	if err := r.SetRules(Rules{}); err != nil { // later chunks pass
-		t.Fatal(err)
-	}
-	if err := testkit.Recv(t, send(t, b, frame(contract.KVKindChunk, 2, 0, false, []byte("bbbb"))), 5*time.Second); err != nil {
-		t.Fatalf("room 2's chunk: %v", err)
-	}
-	if err := testkit.Recv(t, doneA, 5*time.Second); err != nil {
-		t.Fatalf("room 1's held chunk: %v", err)
-	}
-	if got := s.rooms(); len(got) != 2 || got[0] != 2 || got[1] != 1 {
-		t.Fatalf("decode applied rooms %v, want [2 1]", got)
-	}
-	st := r.Stats()
-	if st.Reordered != 1 || st.TimedOut != 0 || st.Chunks != 2 {
-		t.Fatalf("stats %+v: want 1 reordered, 0 timed out, 2 chunks", st)
+	for _, tc := range []struct {
+		name       string
+		other      uint64
+		wantInRoom int64
+	}{{"across rooms", 2, 0}, {"within a room", 1, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSink(t)
+			r := startRelay(t, s.ln.Addr().String(), Rules{ReorderPct: 100, AfterChunks: 1, MaxHold: time.Minute})
+			a, b := dial(t, r.Addr()), dial(t, r.Addr())
+			doneA := send(t, a, frame(contract.KVKindChunk, 1, 0, false, []byte("aaaa")))
+			waitStats(t, r, func(s Stats) bool { return s.Held == 1 })
+			if err := r.SetRules(Rules{}); err != nil { // later chunks pass
+				t.Fatal(err)
+			}
+			if err := testkit.Recv(t, send(t, b, frame(contract.KVKindChunk, tc.other, 1, false, []byte("bbbb"))), 5*time.Second); err != nil {
+				t.Fatalf("the overtaking chunk: %v", err)
+			}
+			if err := testkit.Recv(t, doneA, 5*time.Second); err != nil {
+				t.Fatalf("the held chunk: %v", err)
+			}
+			if got := s.rooms(); len(got) != 2 || got[0] != tc.other || got[1] != 1 {
+				t.Fatalf("decode applied rooms %v, want [%d 1]", got, tc.other)
+			}
+			st := r.Stats()
+			if st.Reordered != 1 || st.ReorderedInRoom != tc.wantInRoom || st.TimedOut != 0 || st.Chunks != 2 {
+				t.Fatalf("stats %+v: want 1 reordered (%d in room), 0 timed out, 2 chunks", st, tc.wantInRoom)
+			}
+		})
 	}
 }
 
