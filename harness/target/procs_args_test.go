@@ -20,3 +20,12 @@ func TestEngineArgsCarryWire(t *testing.T) {
 		}
 	}
 }
+
+// kv_posted_writes reaches prefill's process, or the scenario's setting
+// would be silently ignored under target procs.
+func TestEngineArgsCarryPostedWrites(t *testing.T) {
+	t.Parallel()
+	if a := engineArgs(contract.EngineConfig{KVPostedWrites: 4}); !slices.Contains(a, "--kv-posted-writes=4") {
+		t.Errorf("engine args %v lack --kv-posted-writes=4", a)
+	}
+}
