@@ -71,35 +71,45 @@ func TestKVChunksReorderKeepsAnswersExact(t *testing.T) {
 	}
 }
 
-// Every chunk dropped: the write completions fail, prefill fails the room
-// and tells decode, and the request ends with an error, never a hang or a
-// wrong answer; the engine drains with the fault still on.
+// Chunks dropped: the write completions fail, prefill fails the room and
+// tells decode, and the request ends with an error, never a hang or a
+// wrong answer; the engine drains with the fault still on. With posted
+// writes, the batch's other writes may have landed: the room still fails
+// whole.
 func TestKVChunksDropFailsRoomCleanly(t *testing.T) {
-	testkit.NoLeaks(t)
-	c := testcluster.Start(t, shortDeadlines(contract.EngineConfig{}))
-	f := &kvlink.Chunks{Link: contract.KVLink(0), Rand: rand.New(rand.NewPCG(3, 4)), Rules: kvlink.Rules{DropPct: 100}}
-	heal := inject(t, c, f)
-	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
-	defer cancel()
-	for i := range 2 {
-		err := testkit.ChatExact(ctx, c.Endpoint(), prompt(fmt.Sprintf("drop-%d", i)), 8)
-		switch {
-		case ctx.Err() != nil:
-			t.Fatalf("request %d hung with its chunks dropped: %v", i, err)
-		case err == nil:
-			t.Fatalf("request %d completed although every KV chunk was dropped", i)
-		case strings.Contains(err.Error(), "answer"):
-			t.Fatalf("request %d: wrong answer with dropped chunks: %v", i, err)
-		}
-		t.Logf("request %d with its chunks dropped: %v", i, err)
+	for _, tc := range []struct {
+		name   string
+		posted int
+		pct    int
+	}{{"every chunk", 1, 100}, {"three in five, four posted writes", 4, 60}} {
+		t.Run(tc.name, func(t *testing.T) {
+			testkit.NoLeaks(t)
+			c := testcluster.Start(t, shortDeadlines(contract.EngineConfig{KVPostedWrites: tc.posted}))
+			f := &kvlink.Chunks{Link: contract.KVLink(0), Rand: rand.New(rand.NewPCG(3, 4)), Rules: kvlink.Rules{DropPct: tc.pct}}
+			heal := inject(t, c, f)
+			ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+			defer cancel()
+			for i := range 2 {
+				err := testkit.ChatExact(ctx, c.Endpoint(), prompt(fmt.Sprintf("drop-%d", i)), 8)
+				switch {
+				case ctx.Err() != nil:
+					t.Fatalf("request %d hung with its chunks dropped: %v", i, err)
+				case err == nil:
+					t.Fatalf("request %d completed although its KV chunks were dropped", i)
+				case strings.Contains(err.Error(), "answer"):
+					t.Fatalf("request %d: wrong answer with dropped chunks: %v", i, err)
+				}
+				t.Logf("request %d with its chunks dropped: %v", i, err)
+			}
+			testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
+			mustHeal(t, f, heal)
+			effective(t, f, true)
+			if s := f.Stats(); s.Dropped == 0 {
+				t.Fatalf("stats %+v: nothing dropped", s)
+			}
+			healthyAfter(t, c, 10*time.Second)
+		})
 	}
-	testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
-	mustHeal(t, f, heal)
-	effective(t, f, true)
-	if s := f.Stats(); s.Dropped == 0 {
-		t.Fatalf("stats %+v: nothing dropped", s)
-	}
-	healthyAfter(t, c, 10*time.Second)
 }
 
 // A fault on a link that is not a KV link is refused before anything is
