@@ -24,6 +24,7 @@ func Presets() map[string]PresetLabels {
 		"stale-kv-writes":          {[]string{"kv-pool", "transfer"}, false},
 		"kv-chunks-out-of-order":   {[]string{"transfer", "kv-pool"}, false},
 		"kv-link-faults":           {[]string{"transfer", "decode"}, false},
+		"kv-link-slow":             {[]string{"transfer", "decode"}, false},
 		"lost-control-messages":    {[]string{"control-link", "prefill", "decode"}, false},
 		"bootstrap-deadline":       {[]string{"bootstrap", "prefill", "procs"}, false},
 		"abort-timeout-race":       {[]string{"decode", "control-link", "transfer"}, false},
