@@ -98,6 +98,14 @@ func (h *History) Note(now time.Time, room uint64, side string, rank int, kind, 
 	}
 }
 
+// NoteBackstop records that the named backstop (contract.Backstops) fired
+// on a room, with the event kind and detail its table entry gives, so the
+// checkers read back exactly what the engine wrote.
+func (h *History) NoteBackstop(now time.Time, room uint64, side string, rank int, name string) {
+	b := contract.LookupBackstop(name)
+	h.Note(now, room, side, rank, b.Kind, b.Detail)
+}
+
 // NoteEnded records an event on a room no rank holds any more, if its
 // cleared record is still kept; it opens no record.
 func (h *History) NoteEnded(now time.Time, room uint64, side string, rank int, kind, detail string) bool {
