@@ -22,7 +22,7 @@ func NewHistory(keep int) *History {
 	if keep <= 0 {
 		keep = 1000
 	}
-	return &History{Keep: keep, MaxEvents: 64, rooms: map[uint64]*contract.RoomRecord{}, byCleared: map[uint64]*contract.RoomRecord{}}
+	return &History{Keep: keep, MaxEvents: contract.MaxRoomEvents, rooms: map[uint64]*contract.RoomRecord{}, byCleared: map[uint64]*contract.RoomRecord{}}
 }
 
 // lateNote attaches an event for a room no rank holds to its cleared record,
