@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -74,7 +75,9 @@ func checkTimeoutsExplained(v *View) CheckResult {
 	if n == 0 {
 		return result(contract.CheckTimeoutsExplained, Inconclusive, ev, "no room was recorded: nothing to judge")
 	}
-	var bad []string
+	// bad are the failures with the room's histories; heads the same
+	// without them, for the summary line.
+	var bad, heads []string
 	var stuck []StuckRoom
 	addStuck := func(role string, r contract.RoomRecord, since time.Duration) {
 		if len(stuck) < maxStuck {
@@ -94,13 +97,13 @@ func checkTimeoutsExplained(v *View) CheckResult {
 		}
 		ev["unexplained"]++
 		at := f.at.Sub(v.Run.BaseWall)
-		line := fmt.Sprintf("room %d: %s on %s fired at %v (room created at %v), unexplained: %s; %s history: %s",
-			f.room, f.b.Name, f.b.Role, at.Round(time.Millisecond), own.Created.Sub(v.Run.BaseWall).Round(time.Millisecond), why,
-			f.b.Role, historyLine(own.Events, v.Run.BaseWall))
+		head := fmt.Sprintf("room %d: %s on %s fired at %v (room created at %v), unexplained: %s",
+			f.room, f.b.Name, f.b.Role, at.Round(time.Millisecond), own.Created.Sub(v.Run.BaseWall).Round(time.Millisecond), why)
+		line := head + fmt.Sprintf("; %s history: %s", f.b.Role, historyLine(own.Events, v.Run.BaseWall))
 		if hasPeer {
 			line += fmt.Sprintf("; %s history: %s", peerRole, historyLine(peer.Events, v.Run.BaseWall))
 		}
-		bad = append(bad, line)
+		heads, bad = append(heads, head), append(bad, line)
 		addStuck(f.b.Role, own, at)
 		if hasPeer {
 			addStuck(peerRole, peer, at)
@@ -115,14 +118,15 @@ func checkTimeoutsExplained(v *View) CheckResult {
 				continue
 			}
 			for _, o := range v.overruns(role, r, cfg, margin, ev) {
-				bad = append(bad, o)
+				head, _, _ := strings.Cut(o, "; history: ")
+				heads, bad = append(heads, head), append(bad, o)
 				addStuck(role, r, stuckSince(r, v.Run.BaseWall))
 			}
 		}
 	}
 	if len(bad) > 0 {
 		res := result(contract.CheckTimeoutsExplained, Fail, ev, "%d unexplained backstops, %d room states past their deadline: %s",
-			ev["unexplained"], ev["states_over_deadline"], joinLimit(bad, 2))
+			ev["unexplained"], ev["states_over_deadline"], joinLimit(heads, 2))
 		res.Details, res.Stuck = bad, stuck
 		return res
 	}
