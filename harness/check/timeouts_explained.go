@@ -3,7 +3,6 @@ package check
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -118,9 +117,8 @@ func checkTimeoutsExplained(v *View) CheckResult {
 				continue
 			}
 			for _, o := range v.overruns(role, r, cfg, margin, ev) {
-				head, _, _ := strings.Cut(o, "; history: ")
-				heads, bad = append(heads, head), append(bad, o)
-				addStuck(role, r, stuckSince(r, v.Run.BaseWall))
+				heads, bad = append(heads, o.head), append(bad, o.head+"; history: "+historyLine(r.Events, v.Run.BaseWall))
+				addStuck(role, r, o.since)
 			}
 		}
 	}
@@ -219,9 +217,16 @@ func peerAt(r contract.RoomRecord, t time.Time, notice string) peerState {
 	return ps
 }
 
+// overrun is one stay past its state's deadline: what it was, and when it
+// began (offset from the run's base).
+type overrun struct {
+	head  string
+	since time.Duration
+}
+
 // overruns lists r's stays in a bounded state longer than the bound plus
 // margin, counting every stay it judges.
-func (v *View) overruns(role string, r contract.RoomRecord, cfg contract.EngineConfig, margin time.Duration, ev map[string]int64) []string {
+func (v *View) overruns(role string, r contract.RoomRecord, cfg contract.EngineConfig, margin time.Duration, ev map[string]int64) []overrun {
 	bounds := map[string]contract.StateDeadline{}
 	for _, s := range contract.StateDeadlines() {
 		if s.Role == role {
@@ -237,7 +242,7 @@ func (v *View) overruns(role string, r contract.RoomRecord, cfg contract.EngineC
 		}
 		return time.Time{}
 	}
-	var out []string
+	var out []overrun
 	type stay struct {
 		state string
 		since time.Time
@@ -270,9 +275,8 @@ func (v *View) overruns(role string, r contract.RoomRecord, cfg contract.EngineC
 			return
 		}
 		ev["states_over_deadline"]++
-		out = append(out, fmt.Sprintf("room %d on %s rank %d: %s for %v from %v, past its %v deadline (%v margin); history: %s",
-			r.Room, role, rank, s.state, d.Round(time.Millisecond), start.Sub(v.Run.BaseWall).Round(time.Millisecond), bound, margin,
-			historyLine(r.Events, v.Run.BaseWall)))
+		out = append(out, overrun{since: start.Sub(v.Run.BaseWall), head: fmt.Sprintf("room %d on %s rank %d: %s for %v from %v, past its %v deadline (%v margin)",
+			r.Room, role, rank, s.state, d.Round(time.Millisecond), start.Sub(v.Run.BaseWall).Round(time.Millisecond), bound, margin)})
 	}
 	for _, e := range evs {
 		switch e.Kind {

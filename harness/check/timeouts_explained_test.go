@@ -2,6 +2,7 @@ package check
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,6 +62,13 @@ func TestTimeoutsExplainedFailureCarriesHistories(t *testing.T) {
 	if len(c.Stuck) != 2 || c.Stuck[0].Role != "decode" || c.Stuck[1].Role != "prefill" || c.Stuck[0].Room != 2102 ||
 		len(c.Stuck[0].Events) == 0 || len(c.Stuck[1].Events) == 0 {
 		t.Fatalf("stuck rooms %+v, want room 2102 on decode then prefill, with histories", c.Stuck)
+	}
+	c, _ = Judge(readLog(t, "bad-timeouts-explained-state-bound.jsonl"), Floor{}).Get(contract.CheckTimeoutsExplained)
+	if len(c.Stuck) == 0 || c.Stuck[0].Room != 2104 || c.Stuck[0].Since != 3200*time.Millisecond {
+		t.Fatalf("stuck rooms %+v, want room 2104 since 3.2s, when its Transferring stay began", c.Stuck)
+	}
+	if strings.Contains(c.Summary, "history") || len(c.Details) != 2 || !strings.Contains(c.Details[0], "history: ") {
+		t.Fatalf("summary %q, details %q: want the stays of both ranks, histories in the details only", c.Summary, c.Details)
 	}
 }
 
