@@ -20,7 +20,7 @@ import (
 // execute runs the CLI with args and returns its exit code and output.
 func execute(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	root := newRoot()
+	root := newRoot(&selfStats{})
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)
