@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,9 +118,18 @@ func Memory(ctx context.Context, o MemoryOptions) ([]Figure, error) {
 	return out, nil
 }
 
+// memoryFigures reports each resource as its floor (the least reading over
+// the window before a point): a soak's in-process engine comes and goes
+// with every run, and the floor between runs is what must stay flat.
 func memoryFigures(name string, ss []Sample, o MemoryOptions) []Figure {
 	var out []Figure
-	points := []time.Duration{o.WarmUp, o.Duration / 3, o.Duration}
+	window := min(time.Minute, o.Duration/3)
+	var points []time.Duration
+	for _, p := range []time.Duration{o.WarmUp, o.Duration / 3, o.Duration} {
+		if len(points) == 0 || p > points[len(points)-1] {
+			points = append(points, p)
+		}
+	}
 	for _, m := range []struct {
 		what, unit string
 		f          func(Sample) float64
@@ -129,21 +139,48 @@ func memoryFigures(name string, ss []Sample, o MemoryOptions) []Figure {
 		{"open-files", "", func(s Sample) float64 { return float64(s.OpenFiles) }},
 	} {
 		for _, p := range points {
-			s := at(ss, p)
-			out = append(out, Figure{Group: "memory", Name: fmt.Sprintf("memory/%s/%s@%s", name, m.what, short(p)), Value: m.f(s),
-				Unit: m.unit, Better: Lower, Note: fmt.Sprintf("sample at %s", s.At.Round(time.Second))})
+			v, n := floor(ss, p-window, p, m.f)
+			out = append(out, Figure{Group: "memory", Name: fmt.Sprintf("memory/%s/%s@%s", name, m.what, short(p)), Value: v,
+				Unit: m.unit, Better: Lower, Note: fmt.Sprintf("least of %d samples in the %s before", n, window)})
 		}
-		sl, n := slope(ss, o.WarmUp, m.f)
+		sl, n := slope(floorSeries(ss, o.WarmUp, window, m.f))
 		out = append(out, Figure{Group: "memory", Name: fmt.Sprintf("memory/%s/%s-growth", name, m.what), Value: sl,
-			Unit: strings.TrimSpace(m.unit + "/min"), Better: Lower, Note: fmt.Sprintf("least squares over %d samples after %s", n, o.WarmUp)})
+			Unit: strings.TrimSpace(m.unit + "/min"), Better: Lower, Note: fmt.Sprintf("least squares over %d floors of %s after %s", n, window, o.WarmUp)})
+	}
+	return out
+}
+
+// floor is the least f over samples in (from, to], and how many there were.
+func floor(ss []Sample, from, to time.Duration, f func(Sample) float64) (float64, int) {
+	best, n := math.Inf(1), 0
+	for _, s := range ss {
+		if s.At > from && s.At <= to {
+			best, n = math.Min(best, f(s)), n+1
+		}
+	}
+	if n == 0 {
+		return f(at(ss, to)), 1
+	}
+	return best, n
+}
+
+// floorSeries is one floor per window after warm.
+func floorSeries(ss []Sample, warm, window time.Duration, f func(Sample) float64) []point {
+	var out []point
+	end := ss[len(ss)-1].At
+	for t := warm + window; t <= end; t += window {
+		if v, n := floor(ss, t-window, t, f); n > 0 {
+			out = append(out, point{t, v})
+		}
 	}
 	return out
 }
 
 func short(d time.Duration) string {
-	s := d.Round(time.Second).String()
-	s = strings.TrimSuffix(s, "0s")
-	return strings.TrimSuffix(s, "0m")
+	if d%time.Minute == 0 {
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	}
+	return d.Round(time.Second).String()
 }
 
 // startEngine runs `pdchaos engine` and returns a stop function and the

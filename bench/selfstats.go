@@ -93,19 +93,34 @@ func at(ss []Sample, d time.Duration) Sample {
 	return best
 }
 
-// slope is the least-squares growth of f per minute over samples after warm.
-func slope(ss []Sample, warm time.Duration, f func(Sample) float64) (float64, int) {
-	var n, sx, sy, sxx, sxy float64
+// point is one reading of one resource.
+type point struct {
+	At time.Duration
+	V  float64
+}
+
+// series reads f of every sample taken at or after from.
+func series(ss []Sample, from time.Duration, f func(Sample) float64) []point {
+	var out []point
 	for _, s := range ss {
-		if s.At < warm {
-			continue
+		if s.At >= from {
+			out = append(out, point{s.At, f(s)})
 		}
-		x, y := s.At.Minutes(), f(s)
+	}
+	return out
+}
+
+// slope is the least-squares growth per minute of pts, and how many points
+// it rests on (no slope under three).
+func slope(pts []point) (float64, int) {
+	var n, sx, sy, sxx, sxy float64
+	for _, p := range pts {
+		x := p.At.Minutes()
 		n++
 		sx += x
-		sy += y
+		sy += p.V
 		sxx += x * x
-		sxy += x * y
+		sxy += x * p.V
 	}
 	if n < 3 || n*sxx-sx*sx == 0 {
 		return 0, int(n)
