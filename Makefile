@@ -82,7 +82,7 @@ repro-%: build
 ## its reference from the same run; writes RESULTS_DIR/bench/bench.json and bench.md. BASE=an
 ## older bench.json lists the figures worse by more than THRESHOLD (default 0.2) and fails.
 ## A quick one: make bench PARTS=engine,harness
-PARTS           ?= engine,harness,memory
+PARTS           ?= engine,harness,detect,memory
 MEMORY_DURATION ?= 30m
 THRESHOLD       ?= 0.2
 bench: build

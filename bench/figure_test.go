@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pdchaos/pdchaos/harness/check"
 )
 
 func TestCompare(t *testing.T) {
@@ -136,5 +138,30 @@ func TestMemoryFloors(t *testing.T) {
 	}
 	if v := get(memoryFigures("soak", leaking, o), "memory/soak/goroutines-growth"); v < 0.9 || v > 1.1 {
 		t.Errorf("leaking one goroutine a minute: growth %v/min, want about 1", v)
+	}
+}
+
+func TestDetectionOf(t *testing.T) {
+	t.Parallel()
+	s := time.Second
+	evs := []check.Event{
+		{T: 1 * s, Type: check.EvPhase, Phase: "warmup"},
+		{T: 7 * s, Type: check.EvWedge, Wedge: &check.Wedge{Kind: check.WedgeRoom, Since: 3 * s, Deadline: 2 * s, At: 7 * s}},
+		{T: 8 * s, Type: check.EvWedge, Wedge: &check.Wedge{Kind: check.WedgeRoom, Since: 2 * s, Deadline: 4 * s, At: 8 * s}},
+		{T: 9 * s, Type: check.EvWedge, Wedge: &check.Wedge{Gauge: "sglang:num_decode_transfer_queue_reqs", At: 9 * s}},
+		{T: 12 * s, Type: check.EvPhase, Phase: "judge"},
+	}
+	d := detectionOf(evs)
+	if d.missed != 5*s || d.firstWedge != 7*s || d.gaugeWedge != 9*s || d.verdict != 12*s {
+		t.Errorf("detection %+v, want missed 5s, first wedge 7s, gauge wedge 9s, verdict 12s", d)
+	}
+	if d := detectionOf(evs[3:4]); d.missed != -1 || d.gaugeWedge != 9*s {
+		t.Errorf("gauge wedge only: %+v, want no missed deadline", d)
+	}
+	if v, n := median([]time.Duration{3 * s, 1 * s, 2 * s}); v != 2 || n != 3 {
+		t.Errorf("median %v of %d, want 2 of 3", v, n)
+	}
+	if v, n := median(nil); v != -1 || n != 0 {
+		t.Errorf("median of nothing %v %d, want -1 0", v, n)
 	}
 }

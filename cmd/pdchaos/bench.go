@@ -19,7 +19,7 @@ import (
 )
 
 // benchParts are the parts of `pdchaos bench`, in the order they run.
-var benchParts = []string{"engine", "harness", "memory"}
+var benchParts = []string{"engine", "harness", "detect", "memory"}
 
 func newBenchCmd() *cobra.Command {
 	var (
@@ -29,6 +29,7 @@ func newBenchCmd() *cobra.Command {
 		eo                               bench.EngineOptions
 		ho                               bench.HarnessOptions
 		mo                               bench.MemoryOptions
+		do                               bench.DetectOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -42,6 +43,10 @@ func newBenchCmd() *cobra.Command {
   harness  client CPU per request of the agent swarm against vegeta alone at
            the same rate (trivial server in a child process), and the largest
            swarm sustained with the harness under half the CPUs;
+  detect   for each known regression in its catching scenario, the median
+           over --seeds of the time from the first room missing its deadline
+           to the first wedge, to the first gauge wedge alone, and to the
+           verdict;
   memory   RSS, goroutines and open files of 'pdchaos soak' and of
            'pdchaos watch' over --memory-duration, sampled every 10s.
 
@@ -65,7 +70,7 @@ and the exit code is 1.`,
 				}
 				baseRep = &r
 			}
-			return runBench(cmd.Context(), cmd.OutOrStdout(), parts, out, cpuprofile, baseRep, threshold, eo, ho, mo)
+			return runBench(cmd.Context(), cmd.OutOrStdout(), parts, out, cpuprofile, baseRep, threshold, eo, ho, do, mo)
 		},
 	}
 	fl := cmd.Flags()
@@ -79,6 +84,8 @@ and the exit code is 1.`,
 	fl.IntVar(&ho.Rate, "rate", 500, "harness: request rate of the swarm and of vegeta")
 	fl.IntVar(&ho.Requests, "requests", 5000, "harness: requests each side completes")
 	fl.IntVar(&ho.Agents, "agents", 1000, "harness: swarm size at --rate")
+	fl.IntVar(&do.Seeds, "seeds", 5, "detect: seeds per regression")
+	fl.StringSliceVar(&do.Regressions, "regressions", nil, "detect: regressions to time (default: every one)")
 	fl.DurationVar(&mo.Duration, "memory-duration", 30*time.Minute, "memory: how long the soak and watch run")
 	fl.BoolVar(&serveTrivial, "serve-trivial", false, "serve the trivial chat server (the harness part's child process)")
 	_ = fl.MarkHidden("serve-trivial")
@@ -108,7 +115,7 @@ func parseParts(s string) (map[string]bool, error) {
 }
 
 func runBench(ctx context.Context, w io.Writer, parts map[string]bool, out, cpuprofile string, base *bench.Report, threshold float64,
-	eo bench.EngineOptions, ho bench.HarnessOptions, mo bench.MemoryOptions) error {
+	eo bench.EngineOptions, ho bench.HarnessOptions, do bench.DetectOptions, mo bench.MemoryOptions) error {
 	self, err := os.Executable()
 	if err != nil {
 		return &exitError{exitHarness, fmt.Errorf("bench: find own binary: %w", err)}
@@ -147,6 +154,16 @@ func runBench(ctx context.Context, w io.Writer, parts map[string]bool, out, cpup
 		}
 	} else {
 		rep.Skipped = append(rep.Skipped, "harness: not in --parts")
+	}
+	if parts["detect"] {
+		do.Progress, do.CLI, do.Dir = progress, self, filepath.Join(out, "detect")
+		figs, err := bench.Detection(ctx, do)
+		rep.Figures = append(rep.Figures, figs...)
+		if err != nil {
+			return &exitError{exitHarness, err}
+		}
+	} else {
+		rep.Skipped = append(rep.Skipped, "detect: not in --parts")
 	}
 	if parts["memory"] {
 		mo.Progress, mo.CLI, mo.Dir = progress, self, filepath.Join(out, "memory")
