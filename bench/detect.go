@@ -121,11 +121,20 @@ func Detection(ctx context.Context, o DetectOptions) ([]Figure, error) {
 		if noRoom > 0 {
 			note += fmt.Sprintf("; %d seeds had no room past its deadline", noRoom)
 		}
-		for _, f := range []struct {
+		parts := []struct {
 			what string
 			ds   []time.Duration
-		}{{"to-first-wedge", toWedge}, {"to-gauge-wedge", toGauge}, {"to-verdict", toVerdict}} {
+		}{{"to-first-wedge", toWedge}, {"to-gauge-wedge", toGauge}, {"to-verdict", toVerdict}}
+		for _, f := range parts {
+			if len(f.ds) == 0 && o.Seeds > noRoom {
+				note += fmt.Sprintf("; %s: never, in %d seeds with a missed deadline", f.what, o.Seeds-noRoom)
+			}
+		}
+		for _, f := range parts {
 			v, n := median(f.ds)
+			if n == 0 {
+				continue // said in the note: a figure needs a measurement
+			}
 			out = append(out, Figure{Group: "detection", Name: fmt.Sprintf("detect/%s/%s", name, f.what), Value: v, Unit: "s",
 				Better: Lower, Note: fmt.Sprintf("median of %d from the first missed room deadline; %s", n, note)})
 		}
