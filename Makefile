@@ -9,7 +9,7 @@ FUZZTIME  ?= 1m
 # Packages with goroutines and sockets run under the race detector.
 RACE_PKGS := ./engine/... ./faults/... ./agents/... ./harness/...
 
-.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench deps clean fuzz
+.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench bench-go deps clean fuzz
 
 all: build
 
@@ -77,7 +77,20 @@ screenshots:
 repro-%: build
 	RESULTS_DIR=$(RESULTS_DIR) bash scripts/catch-rate.sh $* $(or $(SEEDS),20)
 
-bench:
+## bench: measure the engine (against a bare net/http handler), the harness (against vegeta
+## alone) and the memory of a MEMORY_DURATION soak and watch (default 30m), each figure beside
+## its reference from the same run; writes RESULTS_DIR/bench/bench.json and bench.md. BASE=an
+## older bench.json lists the figures worse by more than THRESHOLD (default 0.2) and fails.
+## A quick one: make bench PARTS=engine,harness
+PARTS           ?= engine,harness,detect,memory
+MEMORY_DURATION ?= 30m
+THRESHOLD       ?= 0.2
+bench: build
+	$(BIN) bench --out $(RESULTS_DIR)/bench --parts $(PARTS) --memory-duration $(MEMORY_DURATION) \
+		$(if $(BASE),--base $(BASE) --threshold $(THRESHOLD))
+
+## bench-go: the Go micro-benchmarks (swarm and vegeta CPU per request, engine internals)
+bench-go:
 	$(GO) test -run='^$$' -bench=. -benchtime=2000x ./agents/ ./engine/...
 
 clean:
