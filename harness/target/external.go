@@ -196,9 +196,20 @@ func (e *External) logw() io.Writer {
 	return e.Log
 }
 
-// interpose starts the hops of Bootstrap, remembering their addresses for
-// the next Open (a soak's next run), and says where decode must point.
-func (e *External) interpose(ctx context.Context) error {
+// Attach starts the interposed hops of Bootstrap (Open does it; doctor
+// calls it alone, without the health gate), remembering their addresses
+// for the next Open (a soak's next run), and says where decode must point.
+// Without Bootstrap it does nothing. Close stops the hops.
+func (e *External) Attach(ctx context.Context) error {
+	if e.Bootstrap == "" {
+		return nil
+	}
+	if e.ip != nil {
+		return errors.New("attach external target: already attached (close it first)")
+	}
+	if e.mem == nil && e.RouteListen != "" {
+		e.mem = &interposeMemory{listen: map[string]string{"route": e.RouteListen}, slotOf: map[string]int{}}
+	}
 	if e.mem == nil {
 		e.mem = &interposeMemory{listen: map[string]string{}, slotOf: map[string]int{}}
 	}
@@ -233,16 +244,8 @@ func (s ExternalSource) Open(ctx context.Context, _ contract.EngineConfig) (Targ
 	if err := s.Target.Validate(); err != nil {
 		return nil, err
 	}
-	if s.Target.Bootstrap != "" {
-		if s.Target.ip != nil {
-			return nil, errors.New("open external target: already open (close it first)")
-		}
-		if s.Target.mem == nil && s.Target.RouteListen != "" {
-			s.Target.mem = &interposeMemory{listen: map[string]string{"route": s.Target.RouteListen}, slotOf: map[string]int{}}
-		}
-		if err := s.Target.interpose(ctx); err != nil {
-			return nil, fmt.Errorf("open external target: %w", err)
-		}
+	if err := s.Target.Attach(ctx); err != nil {
+		return nil, fmt.Errorf("open external target: %w", err)
 	}
 	hctx, cancel := context.WithTimeout(ctx, HealthTimeout+5*time.Second)
 	defer cancel()
