@@ -286,6 +286,11 @@ func (ip *interposer) interpose(name, via string) (contract.Restore, error) {
 		}
 		return nil, fmt.Errorf("interpose on link %q: %w: no such link (links: %s)", name, contract.ErrUnsupported, strings.Join(names, ", "))
 	}
+	if !ip.report().Reached() {
+		// Said at once, not only at Close: a fault on a link decode
+		// bypasses cannot act, and the user can still fix the router.
+		fmt.Fprintf(ip.log, "interpose: %s: decode has not looked prefill up through the /route rewriter yet; if it never does, %s\n", name, ip.routerHint())
+	}
 	redirect(via)
 	var once sync.Once
 	return func(context.Context) error {
