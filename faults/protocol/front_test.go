@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/internal/testkit"
+	"github.com/pdchaos/pdchaos/zmtp/zmtptest"
 )
 
 // TestRewriteDecodeAddrLayouts rewrites decode's notify address in every
@@ -193,5 +195,35 @@ func TestFrontWithoutUpstreamRefuses(t *testing.T) {
 	send(t, dialT(t, f.Addr()), abort("1"))
 	if m := recvN(t, pull, 1); first(m[0]) != AbortFrame+"/1" {
 		t.Fatalf("got %q", m[0])
+	}
+}
+
+// TestFrontSplicesOntoPyzmq moves a live connection onto a libzmq PULL:
+// the replayed greeting and READY satisfy libzmq, and its own handshake is
+// swallowed, so the peer's later messages arrive there whole.
+func TestFrontSplicesOntoPyzmq(t *testing.T) {
+	zmtptest.RequirePyZMQ(t)
+	ctx := testkit.Context(t)
+	a, _ := pair(t)
+	want := [][][]byte{metadata("1"), abort("1"), {bytes.Repeat([]byte("x"), 100000)}}
+	py, err := zmtptest.StartPyPull(ctx, len(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := listenFront(t, FrontOptions{Upstream: a.Addr()})
+	push := dialT(t, f.Addr())
+	send(t, push, abort("0"))
+	recvN(t, a, 1)
+	f.Redirect(py.Addr)
+	send(t, push, want...)
+	got, err := py.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || first(got[1]) != AbortFrame+"/1" || !bytes.Equal(got[2][0], want[2][0]) {
+		t.Fatalf("pyzmq got %d messages: %q", len(got), got)
+	}
+	if s := f.Stats(); s.Spliced != 1 || s.Failed != 0 {
+		t.Fatalf("stats %+v, want one splice", s)
 	}
 }
