@@ -7,10 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/faults/protocol"
 )
 
 // fakeBootstrap answers /route like a one-rank prefill whose control
@@ -106,5 +108,45 @@ func TestExternalBootstrapRefused(t *testing.T) {
 	dead.Bootstrap = "http://127.0.0.1:1"
 	if err := dead.Attach(t.Context()); err == nil || !strings.Contains(err.Error(), "prefill topology") {
 		t.Fatalf("attach to a dead bootstrap server: %v", err)
+	}
+}
+
+// TestInterposerBoundsDecodeAddrs: each decode address gets its own notify
+// hop, the same address the same hop, and one past MaxDecodeAddrs is
+// refused as not rewritable rather than given a wrong address.
+func TestInterposerBoundsDecodeAddrs(t *testing.T) {
+	boot := fakeBootstrap(t, "127.0.0.1:7")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &External{Router: "http://127.0.0.1:1", Metrics: []string{"http://127.0.0.1:1/metrics"}, Bootstrap: boot.URL, RouteListener: ln}
+	if err := e.Attach(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := e.Close(t.Context()); err != nil {
+			t.Error(err)
+		}
+	}()
+	seen := map[string]bool{}
+	for i := range MaxDecodeAddrs {
+		via, err := e.ip.notifyFor(net.JoinHostPort("10.0.0.2", strconv.Itoa(17000+i)))
+		if err != nil {
+			t.Fatalf("decode address %d: %v", i, err)
+		}
+		if seen[via] {
+			t.Fatalf("decode address %d shares hop %s", i, via)
+		}
+		seen[via] = true
+	}
+	if again, _ := e.ip.notifyFor("10.0.0.2:17000"); !seen[again] {
+		t.Fatalf("a known decode address got a new hop %s", again)
+	}
+	if _, err := e.ip.notifyFor("10.0.0.3:17000"); !errors.Is(err, protocol.ErrNotRewritable) {
+		t.Fatalf("address %d: %v, want ErrNotRewritable", MaxDecodeAddrs+1, err)
+	}
+	if n := len(e.Links()); n != 2+MaxDecodeAddrs {
+		t.Fatalf("%d links, want bootstrap, control/0 and %d notify links", n, MaxDecodeAddrs)
 	}
 }
