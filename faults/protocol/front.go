@@ -274,7 +274,7 @@ func (f *Front) serve(client net.Conn) {
 		return
 	}
 	inMessage, handshaking := false, true
-	var raw []byte
+	var raw, cmds []byte // cmds: commands met inside the message (PING)
 	var frames [][]byte
 	for {
 		fr, err := zmtp.ReadFrame(br)
@@ -282,19 +282,23 @@ func (f *Front) serve(client net.Conn) {
 			return
 		}
 		if fr.IsCommand() {
-			if handshaking {
-				hello = zmtp.AppendFrame(hello, fr) // READY: replayed on a splice
-			}
-			if !inMessage {
+			switch {
+			case handshaking:
+				// READY: kept to replay on a splice, which waits for the
+				// first message so the handshake is never sent twice.
+				hello = zmtp.AppendFrame(hello, fr)
+			case inMessage:
+				raw = zmtp.AppendFrame(raw, fr)
+				cmds = zmtp.AppendFrame(cmds, fr)
+				continue
+			default:
 				if l, err = f.spliceIfMoved(client, l, hello); err != nil {
 					return
 				}
-				if _, err := l.up.Write(zmtp.AppendFrame(nil, fr)); err != nil {
-					return
-				}
-				continue
 			}
-			raw = zmtp.AppendFrame(raw, fr)
+			if _, err := l.up.Write(zmtp.AppendFrame(nil, fr)); err != nil {
+				return
+			}
 			continue
 		}
 		handshaking, inMessage = false, true
@@ -306,8 +310,8 @@ func (f *Front) serve(client net.Conn) {
 		if fr.More() {
 			continue
 		}
-		out := f.message(raw, frames)
-		raw, frames, inMessage = nil, nil, false
+		out := f.message(raw, cmds, frames)
+		raw, cmds, frames, inMessage = nil, nil, nil, false
 		if l, err = f.spliceIfMoved(client, l, hello); err != nil {
 			return
 		}
@@ -317,8 +321,10 @@ func (f *Front) serve(client net.Conn) {
 	}
 }
 
-// message classifies and rewrites one whole message and returns its bytes.
-func (f *Front) message(raw []byte, frames [][]byte) []byte {
+// message classifies and rewrites one whole message and returns its bytes:
+// raw as read, or the rewritten message followed by any commands that came
+// inside it (a heartbeat PING must still reach the peer).
+func (f *Front) message(raw, cmds []byte, frames [][]byte) []byte {
 	f.msgs.Add(1)
 	kind, room, hasRoom := Classify(frames)
 	if kind == KindUnknown {
@@ -340,7 +346,7 @@ func (f *Front) message(raw []byte, frames [][]byte) []byte {
 	for _, fr := range zmtp.MessageFrames(out) {
 		b = zmtp.AppendFrame(b, fr)
 	}
-	return b
+	return append(b, cmds...)
 }
 
 // spliceIfMoved moves the connection to the current target when Redirect
