@@ -150,3 +150,36 @@ func TestInterposerBoundsDecodeAddrs(t *testing.T) {
 		t.Fatalf("%d links, want bootstrap, control/0 and %d notify links", n, MaxDecodeAddrs)
 	}
 }
+
+// TestExternalReattachKeepsAddresses: a soak's next run listens on the
+// same rewriter, control and notify addresses, and a decode address keeps
+// its notify hop, because decode and prefill cache them.
+func TestExternalReattachKeepsAddresses(t *testing.T) {
+	boot := fakeBootstrap(t, "127.0.0.1:7")
+	e := &External{Router: "http://127.0.0.1:1", Metrics: []string{"http://127.0.0.1:1/metrics"}, Bootstrap: boot.URL, RouteListen: "127.0.0.1:0"}
+	attach := func() (route string, links []contract.Link, via, control string) {
+		t.Helper()
+		if err := e.Attach(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		v, err := e.ip.notifyFor("10.0.0.2:17000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.ip.ln.Addr().String(), e.Links(), v, e.ip.control[0].Addr()
+	}
+	r1, l1, v1, c1 := attach()
+	if err := e.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r2, l2, v2, c2 := attach()
+	defer e.Close(t.Context())
+	if r1 != r2 || v1 != v2 || c1 != c2 {
+		t.Fatalf("rewriter %s then %s, control hop %s then %s, notify hop %s then %s: want the same", r1, r2, c1, c2, v1, v2)
+	}
+	for i := range l1 {
+		if l1[i] != l2[i] {
+			t.Fatalf("link %s moved: %+v then %+v", l1[i].Name, l1[i], l2[i])
+		}
+	}
+}
