@@ -64,6 +64,7 @@ func (f *targetFlags) doctorTarget(ctx context.Context, out io.Writer) (target.T
 		closeT := func() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 			defer cancel()
+			ext.Log = io.Discard // doctor sends no load: "decode never looked up" would mislead
 			_ = ext.Close(cctx)
 		}
 		return ext, doctor.Options{AnswersUnchecked: !f.checkAnswer}, closeT, nil
