@@ -47,6 +47,7 @@ type interposer struct {
 	ranks     []protocol.RankRoute
 	control   []*protocol.Front
 
+	slotMu sync.Mutex // serialises addSlot
 	mu     sync.Mutex
 	notify []notifySlot
 	slotOf map[string]int // decode notify addr -> slot
@@ -136,7 +137,9 @@ func startInterposer(ctx context.Context, bootstrap, listen string, ln net.Liste
 				return nil, err
 			}
 		}
-		ip.bind(i, a)
+		ip.mu.Lock()
+		ip.bindLocked(i, a)
+		ip.mu.Unlock()
 	}
 	if ln == nil {
 		if listen == "" {
@@ -172,11 +175,17 @@ func (ip *interposer) listenFront(ctx context.Context, name string, opts protoco
 	return f, nil
 }
 
-// addSlot starts one unbound notify slot. Caller must not hold ip.mu.
+// addSlot starts one unbound notify slot; slotMu serialises it, so two
+// new decode addresses at once get two slots with their own names.
 func (ip *interposer) addSlot(ctx context.Context) (int, error) {
+	ip.slotMu.Lock()
+	defer ip.slotMu.Unlock()
 	ip.mu.Lock()
 	i := len(ip.notify)
 	ip.mu.Unlock()
+	if i >= MaxDecodeAddrs {
+		return 0, fmt.Errorf("%w: over %d decode addresses", protocol.ErrNotRewritable, MaxDecodeAddrs)
+	}
 	back, err := ip.listenFront(ctx, LinkNotify(i)+"/back", protocol.FrontOptions{})
 	if err != nil {
 		return 0, err
@@ -192,10 +201,8 @@ func (ip *interposer) addSlot(ctx context.Context) (int, error) {
 	return i, nil
 }
 
-// bind gives slot i to decode address addr.
-func (ip *interposer) bind(i int, addr string) {
-	ip.mu.Lock()
-	defer ip.mu.Unlock()
+// bindLocked gives slot i to decode address addr. Caller holds ip.mu.
+func (ip *interposer) bindLocked(i int, addr string) {
 	ip.notify[i].decode = addr
 	ip.notify[i].back.SetUpstream(addr)
 	ip.slotOf[addr] = i
@@ -212,35 +219,28 @@ func (ip *interposer) rewrite(m protocol.Message) ([][]byte, bool, error) {
 
 // notifyFor returns the notify front for a decode address, binding a free
 // slot (or starting one, up to MaxDecodeAddrs) the first time it is seen.
+// Finding and binding happen under one lock, so an address gets one slot.
 func (ip *interposer) notifyFor(addr string) (string, error) {
-	ip.mu.Lock()
-	if i, ok := ip.slotOf[addr]; ok {
-		a := ip.notify[i].front.Addr()
+	for {
+		ip.mu.Lock()
+		if i, ok := ip.slotOf[addr]; ok {
+			a := ip.notify[i].front.Addr()
+			ip.mu.Unlock()
+			return a, nil
+		}
+		for i, s := range ip.notify {
+			if s.decode == "" {
+				ip.bindLocked(i, addr)
+				a := s.front.Addr()
+				ip.mu.Unlock()
+				return a, nil
+			}
+		}
 		ip.mu.Unlock()
-		return a, nil
-	}
-	free := -1
-	for i, s := range ip.notify {
-		if s.decode == "" {
-			free = i
-			break
-		}
-	}
-	n := len(ip.notify)
-	ip.mu.Unlock()
-	if free < 0 {
-		if n >= MaxDecodeAddrs {
-			return "", fmt.Errorf("%w: over %d decode addresses", protocol.ErrNotRewritable, MaxDecodeAddrs)
-		}
-		var err error
-		if free, err = ip.addSlot(ip.ctx); err != nil {
+		if _, err := ip.addSlot(ip.ctx); err != nil {
 			return "", err
 		}
 	}
-	ip.bind(free, addr)
-	ip.mu.Lock()
-	defer ip.mu.Unlock()
-	return ip.notify[free].front.Addr(), nil
 }
 
 // links lists bootstrap, control/i per prefill rank and notify/i per slot.
