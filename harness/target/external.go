@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -83,6 +84,17 @@ func (e *External) Validate() error {
 	}
 	if e.Bootstrap != "" && !strings.HasPrefix(e.Bootstrap, "http://") && !strings.HasPrefix(e.Bootstrap, "https://") {
 		return fmt.Errorf("external target: field bootstrap: %q is not an http(s) URL of prefill's bootstrap server", e.Bootstrap)
+	}
+	if e.Bootstrap != "" {
+		// The hops listen on 127.0.0.1 and their addresses go into /route
+		// answers and decode's frames: decode and prefill must share the host.
+		u, err := url.Parse(e.Bootstrap)
+		if err != nil || u.Hostname() == "" {
+			return fmt.Errorf("external target: field bootstrap: %q has no host", e.Bootstrap)
+		}
+		if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return fmt.Errorf("external target: field bootstrap: %s is not on this host; pdchaos's control-link hops listen on 127.0.0.1 only, so run pdchaos on the deployment's host", u.Host)
+		}
 	}
 	if e.RouteListen != "" {
 		host, _, err := net.SplitHostPort(e.RouteListen)

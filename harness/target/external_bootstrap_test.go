@@ -93,6 +93,7 @@ func TestExternalBootstrapRefused(t *testing.T) {
 	}{
 		{"not a URL", func(e *External) { e.Bootstrap = "127.0.0.1:8998" }, "field bootstrap"},
 		{"remote rewriter", func(e *External) { e.Bootstrap = "http://127.0.0.1:8998"; e.RouteListen = "0.0.0.0:9998" }, "field route_listen"},
+		{"bootstrap on another host", func(e *External) { e.Bootstrap = "http://10.0.0.7:8998" }, "run pdchaos on the deployment's host"},
 	} {
 		e := base
 		tc.edit(&e)
