@@ -71,6 +71,11 @@ func TestBadInputIsAHarnessError(t *testing.T) {
 		{"bench no part", []string{"bench", "--parts", ","}, "none given"},
 		{"bench missing base", []string{"bench", "--parts", "engine", "--base", "/nonexistent/bench.json"}, "read bench report"},
 		{"self-stats period zero", []string{"engine", "--regression", "list", "--self-stats", filepath.Join(t.TempDir(), "s.jsonl"), "--self-stats-every", "0s"}, "must be > 0"},
+		{"bootstrap on the bundled target", []string{"run", "abort-storm", "--bootstrap", "http://127.0.0.1:8998"}, "describe an external target"},
+		{"remote bootstrap", []string{"run", "abort-storm", "--target", "external", "--router", "http://127.0.0.1:1", "--metrics", "http://127.0.0.1:1/metrics",
+			"--bootstrap", "http://10.0.0.1:8998"}, "--allow-remote"},
+		{"unreachable bootstrap", []string{"run", "abort-overtakes-metadata", "--target", "external", "--router", "http://127.0.0.1:1", "--metrics", "http://127.0.0.1:1/metrics",
+			"--bootstrap", "http://127.0.0.1:1", "--results", t.TempDir()}, "read prefill topology"},
 		{"run with no scenario and two regressions", []string{"run", "--regression", "rank-desync", "--regression", "decode-abort-leak"}, "exactly one --regression"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
