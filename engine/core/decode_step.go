@@ -90,7 +90,7 @@ func (d *Decode) Step(now time.Time) (DecodeStepResult, error) {
 	for room, aw := range d.awaiting {
 		if now.Sub(aw.since) > d.cfg.AckTimeout {
 			d.probes.Hit(contract.ProbeDecodeAckTimeoutFree)
-			d.hist.Note(now, room, "decode", 0, "ack-timeout", "freeing pages without prefill's ACK")
+			d.hist.NoteBackstop(now, room, "decode", 0, contract.BackstopAck)
 			d.freeAwaiting(room)
 		}
 	}
@@ -146,7 +146,7 @@ func (d *Decode) preallocate(now time.Time) {
 			rk.transfer = append(rk.transfer, req)
 		}
 		req.MetaSent = now
-		d.hist.Note(now, req.Room, "decode", 0, "metadata-sent", fmt.Sprintf("%d pages per rank", n))
+		d.hist.Note(now, req.Room, "decode", 0, contract.RoomEventMetadataSent, fmt.Sprintf("%d pages per rank", n))
 	}
 }
 
@@ -160,7 +160,7 @@ func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
 		if s != Success && s != Failed && d.backstops() && now.Sub(req.MetaSent) > d.cfg.WaitingTimeout {
 			d.probes.Hit(contract.ProbeDecodeWaitingTimeout)
 			d.TransferFailed++
-			d.applyAbort(now, req, ErrWaitingTimout, "waiting timeout")
+			d.applyAbort(now, req, ErrWaitingTimout, contract.LookupBackstop(contract.BackstopWaiting).Detail)
 			fin = append(fin, DecodeFinish{req.Rid, req.Room, ErrWaitingTimout})
 			continue
 		}
