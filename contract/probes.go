@@ -110,6 +110,8 @@ const (
 	ProbeDecodeFailNoticeIgnored
 	ProbeDecodeStatusNotFailed
 	ProbeDecodePrefillLostRoom
+	ProbeDecodePrefillLostPrealloc
+	ProbeDecodeRetiredPeerFreesPages
 	ProbeDecodeFailedSticky
 	ProbeDecodeStatusUnexpected
 	ProbeDecodeHeartbeatMiss
@@ -343,7 +345,9 @@ func probeTable() []Probe {
 		pp(ProbeDecodeFailNoticeUnknownRoom, "decode/fail-notice-unknown-room", "a Failed status for a room decode no longer holds is ignored"),
 		pr(ProbeDecodeFailNoticeIgnored, "decode/fail-notice-ignored", DecodeAbortLeak, "prefill's Failed status is ignored"),
 		pp(ProbeDecodeStatusNotFailed, "decode/status-not-failed", "a status notice other than Failed is ignored"),
-		pp(ProbeDecodePrefillLostRoom, "decode/prefill-lost-room", "a room paired with a lost prefill (or one whose name decode retired) fails at once"),
+		pp(ProbeDecodePrefillLostRoom, "decode/prefill-lost-room", "a room in transfer paired with a lost prefill (or one whose name decode retired) fails at once"),
+		pp(ProbeDecodePrefillLostPrealloc, "decode/prefill-lost-prealloc", "a room still waiting for pages, paired with a lost prefill, fails at once"),
+		pp(ProbeDecodeRetiredPeerFreesPages, "decode/retired-peer-frees-pages", "an aborted room's held pages are freed when its prefill's name is retired: no write of it can land"),
 		pp(ProbeDecodeFailedSticky, "decode/failed-sticky", "a write to a Failed room changes nothing: Failed is sticky until clear"),
 		pp(ProbeDecodeStatusUnexpected, "decode/status-unexpected", "a status branch the fixed decode never takes (tombstone, late worker write, absent room read as waiting, revive) ran on decode: only a regression gets here"),
 		pp(ProbeDecodeHeartbeatMiss, "decode/heartbeat-miss", "a prefill's /health did not answer 200 in time"),

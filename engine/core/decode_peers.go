@@ -134,6 +134,7 @@ func (d *Decode) retirePeer(now time.Time, bootstrap string) {
 		if aw.bootstrap != bootstrap {
 			continue
 		}
+		d.probes.Hit(contract.ProbeDecodeRetiredPeerFreesPages)
 		d.hist.Note(now, room, "decode", 0, "pages-freed", "prefill's name retired: no write of it can land any more")
 		d.freeAwaiting(room)
 	}
@@ -150,10 +151,14 @@ func (d *Decode) failPeerRooms(now time.Time, bootstrap, why string, withPreallo
 		if req.Bootstrap != bootstrap || req.stage() == stageRunning || req.flipped {
 			continue
 		}
-		if !withPrealloc && req.stage() == stagePrealloc {
+		switch {
+		case req.stage() == stageTransfer:
+			d.probes.Hit(contract.ProbeDecodePrefillLostRoom)
+		case !withPrealloc:
 			continue // its TransferInfo will name the new epoch
+		default:
+			d.probes.Hit(contract.ProbeDecodePrefillLostPrealloc)
 		}
-		d.probes.Hit(contract.ProbeDecodePrefillLostRoom)
 		for _, rk := range d.ranks {
 			rk.status.Update(now, req.Room, Failed, WriterReceiver, why)
 		}

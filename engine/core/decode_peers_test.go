@@ -242,3 +242,37 @@ func TestAdmitKVNames(t *testing.T) {
 		t.Errorf("mooncake name %q then %q, want the KV address %q in every epoch", name, got, m.d.cfg.Agents[0].KVAddr)
 	}
 }
+
+// scriptLostWhileAwaitingAck: A is aborted in transfer and its ABORT lost;
+// prefill is then declared lost, which retires its name and so frees A's
+// held pages at once rather than after every resend.
+func scriptLostWhileAwaitingAck(r *rig) {
+	r.add("A", 73, prompt(73, 80), 4)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	r.abortD("A")
+	r.stepD()
+	r.dropAborts()
+	if r.d.Lens(0).AwaitingAck != 1 {
+		r.t.Fatalf("awaiting %d ACKs, want A's", r.d.Lens(0).AwaitingAck)
+	}
+	r.d.OnPrefillLost(r.now, testBootstrap)
+	if r.d.Lens(0).AwaitingAck != 0 {
+		r.t.Error("A's pages still held after its prefill's name was retired")
+	}
+	if err := r.p.OnControl(r.now, 0, r.d.Registration(0, testBootstrap)); err != nil {
+		r.t.Fatal(err)
+	}
+	r.settle()
+}
+
+func TestPrefillLostFreesAwaitingPages(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{})
+	scriptLostWhileAwaitingAck(r)
+	if n := r.d.Probes().Count(contract.ProbeDecodeAbortResent); n != 0 {
+		t.Errorf("abort-resent hit %d times; the retire should have freed the pages first", n)
+	}
+	r.checkClean()
+}

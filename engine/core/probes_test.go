@@ -274,6 +274,7 @@ func probeCases() []probeCase {
 		{"abort-while-running", rigOpts{}, abortWhileRunning, []string{"decode/abort-while-running", "decode/abort-after-finish"}},
 		{"ack-timeout", rigOpts{}, ackTimeout, []string{"decode/abort-resent", "decode/ack-timeout-free", "decode/ack-unknown-room"}},
 		{"lost-peer-write", rigOpts{}, scriptLostPeerWrite, []string{"decode/chunk-lost-peer", "decode/prefill-lost-room", "decode/transfer-failed"}},
+		{"lost-while-awaiting-ack", rigOpts{}, scriptLostWhileAwaitingAck, []string{"decode/retired-peer-frees-pages"}},
 		{"malformed", rigOpts{}, malformed, []string{"prefill/malformed-control", "prefill/metadata-unknown-agent", "decode/malformed-notice"}},
 		{"bootstrap-timeout", rigOpts{}, bootstrapTimeout, []string{"prefill/bootstrap-timeout", "prefill/bootstrap-failed", "decode/waiting-timeout"}},
 		{"inflight-timeout", rigOpts{}, inflightTimeout, []string{"prefill/inflight-timeout", "prefill/transfer-failed", "prefill/fail-notice-sent", "decode/fail-notice", "decode/transfer-failed"}},
