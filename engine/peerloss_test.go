@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/engine/core"
 	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/faults/protocol"
 	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
 )
@@ -132,5 +134,54 @@ func TestLostPrefillWriteRefused(t *testing.T) {
 	}
 	if want := model.Expected(textB, 8); got != want {
 		t.Fatalf("B's answer corrupted\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestLostAbortResent: the control link drops a room's first ABORT. Decode
+// does not free the room's pages on the ACK timeout: it sends the ABORT
+// again, prefill acknowledges the resend, and the ACK frees the pages.
+// Before the resend, the pages were freed on the timeout with a write of
+// a slow prefill possibly still to land in them.
+func TestLostAbortResent(t *testing.T) {
+	testkit.NoLeaks(t)
+	cfg := contract.EngineConfig{PrefillTokensPerSec: 200, AckTimeout: 500 * time.Millisecond, WaitingTimeout: time.Minute}
+	c := testcluster.Start(t, cfg)
+	decode := c.EngineURLs()[1]
+	f := &protocol.Drop{Link: contract.ControlLink(0), Kinds: []protocol.Kind{protocol.KindAbort}, Limit: 1}
+	heal, err := f.Inject(t.Context(), c)
+	must(t, err)
+	defer heal(context.Background())
+	const room = uint64(7200)
+	testkit.Background(t, func(ctx context.Context) {
+		_, _ = testkit.Generate(ctx, c.Endpoint(), "resend-a", room, longPrompt("resend"), 4)
+	})
+	// Abort while decode waits for the KV: prefill forwards slowly.
+	testkit.Eventually(t, 10*time.Second, func() error {
+		rec, held, err := testkit.RoomOn(t.Context(), decode, room)
+		if err != nil || !held || !hasEvent(rec, "metadata-sent") {
+			return fmt.Errorf("room not in transfer yet")
+		}
+		return nil
+	})
+	abortOn(t, decode, "resend-a")
+	// Every ACK timeout of the resends, and slack for a loaded machine.
+	wait := time.Duration(core.AbortResends+1)*cfg.AckTimeout + 10*time.Second
+	testkit.Eventually(t, wait, func() error {
+		rec, _, err := testkit.RoomOn(t.Context(), decode, room)
+		if err != nil || !hasEvent(rec, "abort-ack") {
+			return fmt.Errorf("no ABORT_ACK on decode yet (%v): %+v", err, rec.Events)
+		}
+		return testkit.Drained(t.Context(), c)
+	})
+	rec, _, err := testkit.RoomOn(t.Context(), decode, room)
+	must(t, err)
+	if !hasEvent(rec, "abort-resent") || hasEvent(rec, "ack-timeout") {
+		t.Errorf("want the ABORT resent and its ACK freeing the pages, not the ACK timeout: %+v", rec.Events)
+	}
+	if ev := f.Evidence(); ev.Counters["dropped"] != 1 {
+		t.Errorf("dropped %d ABORTs, want the first only: %+v", ev.Counters["dropped"], ev.Counters)
+	}
+	if n, err := probeHits(t.Context(), decode, "decode/ack-frees-pages"); err != nil || n != 1 {
+		t.Errorf("decode/ack-frees-pages hit %d times (%v), want 1", n, err)
 	}
 }
