@@ -264,6 +264,16 @@ func TestProtocolNotifyLink(t *testing.T) {
 			return testkit.Chat(ctx, c.Endpoint(), prompt("notify"), 50)
 		})
 		room := heldRoom(t, c)
+		// Cancel only once decode has sent the room's metadata: a request
+		// cancelled in decode's prealloc queue sends no ABORT, so prefill
+		// has no ACK to send (seen under load: the proxy had conns:0).
+		testkit.Eventually(t, 10*time.Second, func() error {
+			rec, held, err := testkit.RoomOn(t.Context(), c.EngineURLs()[1], room)
+			if err != nil || !held || eventIndex(rec, "metadata-sent") < 0 {
+				return fmt.Errorf("decode has not sent room %d's metadata yet (held %v, %v)", room, held, err)
+			}
+			return nil
+		})
 		cancel()
 		testkit.Recv(t, res, 10*time.Second)
 		testkit.Eventually(t, 10*time.Second, func() error {
