@@ -68,10 +68,15 @@ func Backstops() []Backstop {
 			Probe: ProbeDecodeWaitingTimeout, Kind: RoomEventStatus, Detail: "waiting timeout",
 			Clock: "decode sends its metadata (pages allocated)"},
 		{Name: BackstopAck, Role: SideDecode, States: []string{StateFailed}, Config: "ack_timeout",
-			Probe: ProbeDecodeAckTimeoutFree, Kind: BackstopAck, Detail: "freeing pages without prefill's ACK",
+			Probe: ProbeDecodeAckTimeoutFree, Kind: BackstopAck, Detail: "freeing pages without prefill's ACK after every resend; retiring prefill's name",
 			Clock: "decode aborts a room whose KV transfer was under way, keeping its pages", PeerNotice: "abort-ack"},
 	}
 }
+
+// AbortResends is how many times decode resends an ABORT that prefill has
+// not acknowledged within the ACK timeout before it gives up on the ACK
+// (engine/core's AbortResends is this value).
+const AbortResends = 2
 
 // LookupBackstop returns the named backstop of Backstops; the zero
 // Backstop when there is none.
@@ -95,7 +100,9 @@ func (b Backstop) Deadline(c EngineConfig) time.Duration {
 	case "waiting_timeout":
 		return c.WaitingTimeout
 	case "ack_timeout":
-		return c.AckTimeout
+		// decode resends an unanswered ABORT AbortResends times, one ACK
+		// timeout apart, before it frees the pages without the ACK
+		return time.Duration(AbortResends+1) * c.AckTimeout
 	}
 	return 0
 }
@@ -109,7 +116,9 @@ func (b Backstop) FiredBy(e Event) bool {
 		_, why, ok := strings.Cut(e.Detail, ": ")
 		return ok && e.State == StateFailed && why == b.Detail
 	}
-	return e.Detail == b.Detail
+	// An event kind of its own names the backstop whatever its detail says,
+	// so runs recorded before a detail was reworded still read.
+	return true
 }
 
 // StateDeadline bounds a room's time in one state on one role by the sum

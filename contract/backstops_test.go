@@ -91,7 +91,8 @@ func TestBackstopFiredBy(t *testing.T) {
 		{"waiting fires", wait, ev("decode", "status", contract.StateFailed, "receiver: waiting timeout"), true},
 		{"waiting's clear is no fire", wait, ev("decode", "clear", contract.StateFailed, "waiting timeout: timed out waiting for kv transfer"), false},
 		{"ack fires", ack, ev("decode", "ack-timeout", contract.StateCleared, "freeing pages without prefill's ACK"), true},
-		{"ack other detail", ack, ev("decode", "ack-timeout", contract.StateCleared, "something else"), false},
+		{"ack with an older detail", ack, ev("decode", "ack-timeout", contract.StateCleared, "no ABORT_ACK after 2 resends"), true},
+		{"ack kind on prefill", ack, ev("prefill", "ack-timeout", contract.StateCleared, "freeing pages without prefill's ACK"), false},
 	} {
 		if got := tc.b.FiredBy(tc.e); got != tc.want {
 			t.Errorf("%s: FiredBy = %v, want %v", tc.name, got, tc.want)
