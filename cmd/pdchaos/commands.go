@@ -215,6 +215,7 @@ func newRunCmd() *cobra.Command {
 	var tf targetFlags
 	var seed uint64
 	var regressions []string
+	var profile string
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO|PRESET",
 		Short: "Run one scenario, judge it, write runs/<scenario>-<seed>-<time>/ and exit 0 pass, 1 violation, 2 inconclusive, 3 harness error",
@@ -238,6 +239,9 @@ func newRunCmd() *cobra.Command {
 				}
 				sc.Engine.Regressions = append(sc.Engine.Regressions, regressions...)
 			}
+			if err := sc.SetProfile(profile); err != nil {
+				return &exitError{exitHarness, err}
+			}
 			src, noCheck, err := tf.source(sc, cmd.ErrOrStderr())
 			if err != nil {
 				return &exitError{exitHarness, err}
@@ -255,6 +259,7 @@ func newRunCmd() *cobra.Command {
 	tf.register(cmd)
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "seed for agents, load and faults (0: the scenario's, else a fresh one)")
 	cmd.Flags().StringArrayVar(&regressions, "regression", nil, "bundled engine: switch on a known regression (repeatable; see 'pdchaos engine --regression list')")
+	cmd.Flags().StringVar(&profile, "profile", "", profileFlagHelp())
 	return cmd
 }
 
