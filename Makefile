@@ -111,3 +111,9 @@ bench-go:
 
 clean:
 	rm -rf bin runs
+
+## profiles: every preset once (SEED, default 1) on the fixed engine and under each upstream
+## profile (--profile sglang-nixl|sglang-mooncake): which presets fail on SGLang's defaults
+.PHONY: profiles
+profiles: build
+	RESULTS_DIR=$(RESULTS_DIR) bash scripts/profiles.sh $(or $(SEED),1)

@@ -220,7 +220,9 @@ func newRunCmd() *cobra.Command {
 		Use:   "run SCENARIO|PRESET",
 		Short: "Run one scenario, judge it, write runs/<scenario>-<seed>-<time>/ and exit 0 pass, 1 violation, 2 inconclusive, 3 harness error",
 		Long: "Run one scenario, judge it, write runs/<scenario>-<seed>-<time>/ and exit 0 pass, 1 violation, 2 inconclusive, 3 harness error.\n\n" +
-			"With one --regression and no scenario, runs the preset that catches that regression (see 'pdchaos engine --regression list').",
+			"With one --regression and no scenario, runs the preset that catches that regression (see 'pdchaos engine --regression list').\n" +
+			"--profile sglang-nixl|sglang-mooncake switches on the races SGLang's default build of that backend still has, and its wire " +
+			"(see 'pdchaos engine --profile list' and docs/sglang.md).",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := scenarioArg(args, regressions)
