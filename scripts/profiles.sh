@@ -4,14 +4,14 @@
 # list), the way a user runs them: `pdchaos run PRESET --profile P --seed 1`.
 # Prints one line per run and a Markdown table at the end: each cell is the
 # verdict and the checkers that failed (docs/sglang.md §8 holds the last
-# measured table).
+# measured table). PRESETS="a b" limits the presets.
 set -euo pipefail
 seed=${1:-1}
 bin=${PDCHAOS:-bin/pdchaos}
 results=${RESULTS_DIR:-runs}/profiles
 mkdir -p "$results"
 profiles=$("$bin" engine --profile list | sed -n 's/^\([a-z][a-z0-9-]*\) .*/\1/p')
-presets=$(ls suites/scenarios/*.yaml | xargs -n1 basename | sed 's/\.yaml$//')
+presets=${PRESETS:-$(ls suites/scenarios/*.yaml | xargs -n1 basename | sed 's/\.yaml$//')}
 header="| preset | fixed engine |"
 sep="|---|---|"
 for p in $profiles; do header="$header \`$p\` |"; sep="$sep---|"; done
