@@ -23,8 +23,8 @@ import (
 
 // addCommands registers the harness commands (run, repro, check, report,
 // bundle, soak, watch, doctor, faults reset, faults list and probes).
-func addCommands(root *cobra.Command) {
-	root.AddCommand(newRunCmd(), newReproCmd(), newCheckCmd(), newReportCmd(), newBundleCmd(), newSoakCmd(), newWatchCmd(),
+func addCommands(root *cobra.Command, stats *selfStats) {
+	root.AddCommand(newRunCmd(), newReproCmd(), newCheckCmd(), newReportCmd(), newBundleCmd(), newSoakCmd(stats), newWatchCmd(),
 		newFaultsCmd(), newProbesCmd())
 	root.AddCommand(newDoctorCmd())
 }
