@@ -39,6 +39,11 @@ type EngineConfig struct {
 	AckTimeout       time.Duration `yaml:"ack_timeout" json:"ack_timeout"`
 	// Regressions switches known upstream races back on, by name.
 	Regressions []string `yaml:"regressions" json:"regressions"`
+	// Profile names an upstream build (Profiles(): "sglang-nixl",
+	// "sglang-mooncake") whose default-build races and wire dialect are
+	// switched on as one set; Regressions adds to it, and a Wire that
+	// differs from the profile's is an error. Empty: no profile.
+	Profile string `yaml:"profile,omitempty" json:"profile,omitempty"`
 	// Wire is the dialect of the decode↔prefill control messages:
 	// "nixl" (default: guard frame first on registration and TransferInfo)
 	// or "mooncake" (no guard: "None" or the room first). Prefill and decode
@@ -57,7 +62,9 @@ type EngineConfig struct {
 }
 
 // Resolve validates c and fills in defaults. An error names the field by
-// its YAML key (e.g. "tp: 3 must divide 16"); nothing is half-applied.
+// its YAML key (e.g. "tp: 3 must divide 16"); nothing is half-applied. A
+// profile is expanded (WithProfile): the returned config lists every
+// regression it switches on and speaks its wire.
 func (c EngineConfig) Resolve() (EngineConfig, Regressions, error) {
 	for _, f := range []struct {
 		key string
@@ -123,6 +130,10 @@ func (c EngineConfig) Resolve() (EngineConfig, Regressions, error) {
 	}
 	if c.CheckInterval == 0 {
 		c.CheckInterval = 5 * time.Millisecond
+	}
+	c, err := c.WithProfile()
+	if err != nil {
+		return c, nil, fmt.Errorf("profile: %w", err)
 	}
 	w, err := ParseWire(string(c.Wire))
 	if err != nil {

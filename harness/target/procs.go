@@ -139,6 +139,9 @@ func engineArgs(cfg contract.EngineConfig) []string {
 	if cfg.Wire != "" {
 		add("wire", string(cfg.Wire)) // every role: both sides speak one dialect
 	}
+	if cfg.Profile != "" {
+		add("profile", cfg.Profile) // idempotent over the regressions and wire above
+	}
 	return a
 }
 
