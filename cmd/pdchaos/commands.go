@@ -186,6 +186,7 @@ func newRunCmd() *cobra.Command {
 	var tf targetFlags
 	var seed uint64
 	var regressions []string
+	var eo engineOverrides
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO|PRESET",
 		Short: "Run one scenario, judge it, write runs/<scenario>-<seed>-<time>/ and exit 0 pass, 1 violation, 2 inconclusive, 3 harness error",
@@ -209,6 +210,9 @@ func newRunCmd() *cobra.Command {
 				}
 				sc.Engine.Regressions = append(sc.Engine.Regressions, regressions...)
 			}
+			if err := eo.apply(sc); err != nil {
+				return &exitError{exitHarness, err}
+			}
 			src, noCheck, err := tf.source(sc, cmd.ErrOrStderr())
 			if err != nil {
 				return &exitError{exitHarness, err}
@@ -226,6 +230,7 @@ func newRunCmd() *cobra.Command {
 	tf.register(cmd)
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "seed for agents, load and faults (0: the scenario's, else a fresh one)")
 	cmd.Flags().StringArrayVar(&regressions, "regression", nil, "bundled engine: switch on a known regression (repeatable; see 'pdchaos engine --regression list')")
+	eo.register(cmd)
 	return cmd
 }
 
@@ -242,6 +247,7 @@ func runOne(ctx context.Context, out io.Writer, sc *harness.Scenario, seed uint6
 				p.Agents.Cancelled(), p.Agents.Errors, p.Agents.Hung, p.Faults, p.Busy, p.Wedges))
 		},
 		OnWedge: func(w check.Wedge) { st.line(w.String()) },
+		OnNote:  func(s string) { st.line(s) },
 	})
 	st.done()
 	if err != nil {
