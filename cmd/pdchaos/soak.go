@@ -17,7 +17,7 @@ import (
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
-func newSoakCmd() *cobra.Command {
+func newSoakCmd(stats *selfStats) *cobra.Command {
 	var tf targetFlags
 	var duration time.Duration
 	var keepPassing bool
@@ -45,7 +45,7 @@ func newSoakCmd() *cobra.Command {
 					return &exitError{exitHarness, err}
 				}
 			}
-			return soak(cmd.Context(), cmd.OutOrStdout(), scs, tf, duration, keepPassing)
+			return soak(cmd.Context(), cmd.OutOrStdout(), scs, tf, duration, keepPassing, stats.betweenRuns)
 		},
 	}
 	tf.register(cmd)
@@ -54,7 +54,9 @@ func newSoakCmd() *cobra.Command {
 	return cmd
 }
 
-func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf targetFlags, d time.Duration, keep bool) error {
+// soak runs scenarios until d is up; betweenRuns (may be nil) is called
+// with the run's number after each run has closed its target.
+func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf targetFlags, d time.Duration, keep bool, betweenRuns func(run int)) error {
 	start := time.Now()
 	dir := filepath.Join(tf.results, "soak-"+start.Format("20060102-150405"))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -80,6 +82,9 @@ func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf target
 		r := reports.SoakRun{Scenario: sc.Name, Seed: seed, Start: time.Since(start)}
 		res, err := runOne(rctx, out, sc, seed, src, noCheck, tf.results, tf.args())
 		cancel()
+		if betweenRuns != nil {
+			betweenRuns(i + 1)
+		}
 		switch {
 		case err != nil:
 			r.Verdict, r.Error = "error", err.Error()
