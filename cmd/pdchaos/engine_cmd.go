@@ -72,6 +72,12 @@ must run with the same.`,
 	// No default here: an explicit --wire that contradicts --profile is an
 	// error, and the flag cannot tell an explicit nixl from a default one.
 	fl.StringVar((*string)(&f.cfg.Wire), "wire", "", "control-message dialect, the same for every role: nixl or mooncake (empty: the profile's, else nixl)")
+	fl.StringVar((*string)(&f.cfg.Gauges), "gauges", string(contract.GaugesLive),
+		"when SGLang's gauges are set: live (at every scrape) or logged (at SGLang's log points, so they can be stale)")
+	fl.IntVar(&f.cfg.DecodeLogInterval, "decode-log-interval", contract.DefaultDecodeLogInterval, "logged gauges: decode batches between decode's gauge updates")
+	fl.DurationVar(&f.cfg.IdleMetricsInterval, "idle-metrics-interval", contract.DefaultIdleMetricsInterval,
+		"logged gauges: how often an idle role refreshes them (never while a queue is busy)")
+	fl.BoolVar(&f.cfg.NoLoads, "no-loads", false, "serve no GET /v1/loads (as SGLang builds before it)")
 	fl.IntVar(&f.cfg.TP, "tp", 1, "tensor-parallel ranks on each side")
 	fl.IntVar(&f.cfg.TransferWorkers, "transfer-workers", 4, "transfer workers per prefill rank")
 	fl.IntVar(&f.cfg.MaxNewTokens, "max-new-tokens", 16, "tokens generated when a request does not say")

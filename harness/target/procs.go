@@ -142,6 +142,18 @@ func engineArgs(cfg contract.EngineConfig) []string {
 	if cfg.Profile != "" {
 		add("profile", cfg.Profile) // idempotent over the regressions and wire above
 	}
+	if cfg.Gauges != "" {
+		add("gauges", string(cfg.Gauges))
+	}
+	if cfg.DecodeLogInterval > 0 {
+		add("decode-log-interval", strconv.Itoa(cfg.DecodeLogInterval))
+	}
+	if cfg.IdleMetricsInterval > 0 {
+		add("idle-metrics-interval", cfg.IdleMetricsInterval.String())
+	}
+	if cfg.NoLoads {
+		add("no-loads", "true")
+	}
 	return a
 }
 
