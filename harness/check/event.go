@@ -72,6 +72,11 @@ type RunInfo struct {
 	// AnswersUnchecked is set when completed answers were not compared
 	// with the fake model (an external deployment's real model).
 	AnswersUnchecked bool `json:"answers_unchecked,omitempty"`
+	// Engine is the resolved engine config the target runs (bundled and
+	// role processes): the deadlines rooms are judged by and the
+	// regressions switched on. Nil for an external deployment, whose
+	// settings the harness does not know, and in logs written before it.
+	Engine *contract.EngineConfig `json:"engine,omitempty"`
 }
 
 // RoomsSnap is one engine's rooms. Periodic snapshots strip held rooms'
@@ -134,6 +139,11 @@ type Scrape struct {
 	// the engine exports one.
 	EngineType string `json:"engine_type,omitempty"`
 	Err        string `json:"error,omitempty"`
+	// Logged holds what /metrics said for the gauges that the engine's
+	// live loads (GET /v1/loads) replaced in Gauges and Ranks, where the
+	// recorder read them (an engine whose gauges can be stale); nil where
+	// Gauges are /metrics as scraped.
+	Logged map[string]float64 `json:"logged,omitempty"`
 }
 
 // RankKey names one rank's series from its labels: "tp_rank=1", with

@@ -17,8 +17,8 @@ import (
 // checker fail (faults-verified and load-floor: inconclusive, as DESIGN.md
 // wants for an unverified fault or too little load) and leave the others
 // passing; incon-* make one checker inconclusive. old-*.jsonl are logs
-// written before ranks and ended rooms were recorded: judged as before,
-// with cancels-reached skipped.
+// written before ranks, ended rooms and the engine config were recorded:
+// judged as before, with cancels-reached and timeouts-explained skipped.
 func TestCheckersOnRecordedLogs(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -42,8 +42,13 @@ func TestCheckersOnRecordedLogs(t *testing.T) {
 		{"bad-no-leaks.jsonl", contract.CheckNoLeaks, Fail, nil},
 		{"bad-faults-verified.jsonl", contract.CheckFaultsVerified, Inconclusive, nil},
 		{"bad-load-floor.jsonl", contract.CheckLoadFloor, Inconclusive, nil},
-		{"old-good.jsonl", "", Pass, []string{contract.CheckCancelsReached}},
-		{"old-bad-slots-released.jsonl", contract.CheckSlotsReleased, Fail, []string{contract.CheckCancelsReached}},
+		{"good-timeouts-explained.jsonl", "", Pass, nil},
+		{"bad-timeouts-explained-no-peer.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
+		{"bad-timeouts-explained-peer-cleared.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
+		{"bad-timeouts-explained-notice-lost.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
+		{"bad-timeouts-explained-state-bound.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
+		{"old-good.jsonl", "", Pass, []string{contract.CheckCancelsReached, contract.CheckTimeoutsExplained}},
+		{"old-bad-slots-released.jsonl", contract.CheckSlotsReleased, Fail, []string{contract.CheckCancelsReached, contract.CheckTimeoutsExplained}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
@@ -96,6 +101,15 @@ func TestFailuresNameWhere(t *testing.T) {
 			[]string{"room 1001", "prefill never recorded the client's abort", "abort-received"}},
 		{"bad-cancels-reached-deadline.jsonl", contract.CheckCancelsReached,
 			[]string{"room 1001", "ended 10s after the cancel"}},
+		{"bad-timeouts-explained-no-peer.jsonl", contract.CheckTimeoutsExplained,
+			[]string{"room 2101: waiting-timeout on decode fired at 5.21s", "prefill has no record of the room", "3.2s metadata-sent WaitingForInput r0"}},
+		{"bad-timeouts-explained-peer-cleared.jsonl", contract.CheckTimeoutsExplained,
+			[]string{"room 2102: waiting-timeout", "prefill had ended the room 1.81s before (state Failed, last state Success)",
+				"prefill history: 3.2s status Bootstrapping r0, 3.2s status Bootstrapping r1", "3.4s clear Success r1"}},
+		{"bad-timeouts-explained-notice-lost.jsonl", contract.CheckTimeoutsExplained,
+			[]string{"room 2103: bootstrap-timeout on prefill", "decode recorded metadata-sent 1.9s before it"}},
+		{"bad-timeouts-explained-state-bound.jsonl", contract.CheckTimeoutsExplained,
+			[]string{"room 2104 on prefill rank 0: Transferring for 4.8s from 3.2s, past its 2s deadline", "rank 1"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
@@ -228,5 +242,32 @@ func TestCancelReachedRules(t *testing.T) {
 		if why, got, _ := cancelReached(r, s, tc.excused, base); got != tc.want {
 			t.Errorf("%s: reached %v (%s), want %v", tc.name, got, why, tc.want)
 		}
+	}
+}
+
+// A late metadata or ABORT can re-open a room a side already cleared; the
+// cancel is judged on the record of the request the client cancelled, the
+// one created first, whichever order the log holds them in.
+func TestCancelJudgesTheFirstRecord(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	orig := contract.RoomRecord{Room: 7, Created: base, LastState: contract.StateFailed,
+		Events: []contract.Event{{At: base.Add(time.Second + 10*time.Millisecond), Kind: EventAbortRequest}, {At: base.Add(2 * time.Second), Kind: "clear"}}}
+	reopened := contract.RoomRecord{Room: 7, Created: base.Add(3 * time.Second), LastState: contract.StateFailed,
+		Events: []contract.Event{{At: base.Add(3 * time.Second), Kind: "status"}, {At: base.Add(14 * time.Second), Kind: "clear"}}}
+	for _, order := range [][]contract.RoomRecord{{orig, reopened}, {reopened, orig}} {
+		m := map[uint64]contract.RoomRecord{}
+		for _, r := range order {
+			keepFirst(m, r.Room, r)
+		}
+		if got := m[7]; !got.Created.Equal(base) {
+			t.Errorf("kept the record created at %v, want the first (%v)", got.Created, base)
+		}
+		if _, reached, _ := cancelReached(m[7], time.Second, false, base); !reached {
+			t.Error("the cancelled request's record says the cancel did not reach it")
+		}
+	}
+	if _, reached, _ := cancelReached(reopened, time.Second, false, base); reached {
+		t.Error("the re-opened record alone reads as reached: the test no longer shows the difference")
 	}
 }

@@ -29,3 +29,12 @@ func TestEngineArgsCarryPostedWrites(t *testing.T) {
 		t.Errorf("engine args %v lack --kv-posted-writes=4", a)
 	}
 }
+
+// A profile reaches every role process, so a role started from a config
+// that only names the profile runs its regressions and wire too.
+func TestEngineArgsCarryProfile(t *testing.T) {
+	t.Parallel()
+	if a := engineArgs(contract.EngineConfig{Profile: contract.ProfileSGLangNIXL}); !slices.Contains(a, "--profile=sglang-nixl") {
+		t.Errorf("engine args %v lack --profile=sglang-nixl", a)
+	}
+}
