@@ -21,6 +21,12 @@ type EngineConfig struct {
 	PageSize int `yaml:"page_size" json:"page_size"`
 	// ChunkPages is pages per KV transfer chunk; default 4.
 	ChunkPages int `yaml:"chunk_pages" json:"chunk_pages"`
+	// KVPostedWrites is how many KV writes of one room a transfer worker
+	// keeps outstanding at once, each on its own connection (an RDMA rail),
+	// so their completions can come back out of order; the room's
+	// completion notice (aux) waits for all of them. Default 1: one write
+	// at a time, in chunk order. At most MaxKVPostedWrites.
+	KVPostedWrites int `yaml:"kv_posted_writes" json:"kv_posted_writes"`
 	// Pages is the decode KV pool per rank; default 16384.
 	Pages int `yaml:"pages" json:"pages"`
 	// MaxNewTokens is used when a request does not say; default 16.
@@ -76,6 +82,10 @@ type EngineConfig struct {
 	NoLoads bool `yaml:"no_loads" json:"no_loads"`
 }
 
+// MaxKVPostedWrites bounds EngineConfig.KVPostedWrites: each is a
+// connection per transfer worker.
+const MaxKVPostedWrites = 16
+
 // Resolve validates c and fills in defaults. An error names the field by
 // its YAML key (e.g. "tp: 3 must divide 16"); nothing is half-applied. A
 // profile is expanded (WithProfile): the returned config lists every
@@ -85,7 +95,8 @@ func (c EngineConfig) Resolve() (EngineConfig, Regressions, error) {
 		key string
 		v   int
 	}{{"tp", c.TP}, {"transfer_workers", c.TransferWorkers}, {"page_size", c.PageSize}, {"chunk_pages", c.ChunkPages},
-		{"pages", c.Pages}, {"max_new_tokens", c.MaxNewTokens}, {"decode_log_interval", c.DecodeLogInterval}} {
+		{"pages", c.Pages}, {"max_new_tokens", c.MaxNewTokens}, {"decode_log_interval", c.DecodeLogInterval},
+		{"kv_posted_writes", c.KVPostedWrites}} {
 		if f.v < 0 {
 			return c, nil, fmt.Errorf("%s: %d must not be negative (0 takes the default)", f.key, f.v)
 		}
@@ -123,6 +134,12 @@ func (c EngineConfig) Resolve() (EngineConfig, Regressions, error) {
 	}
 	if c.Pages == 0 {
 		c.Pages = 16384
+	}
+	if c.KVPostedWrites == 0 {
+		c.KVPostedWrites = 1
+	}
+	if c.KVPostedWrites > MaxKVPostedWrites {
+		return c, nil, fmt.Errorf("kv_posted_writes: %d is over the limit of %d", c.KVPostedWrites, MaxKVPostedWrites)
 	}
 	if c.MaxNewTokens == 0 {
 		c.MaxNewTokens = 16

@@ -22,3 +22,20 @@ func TestConfigWire(t *testing.T) {
 		t.Fatalf("wire ucx: %v, want an error naming the field and the valid dialects", err)
 	}
 }
+
+// kv_posted_writes defaults to one write at a time and is bounded.
+func TestConfigPostedWrites(t *testing.T) {
+	t.Parallel()
+	c, _, err := EngineConfig{}.Resolve()
+	if err != nil || c.KVPostedWrites != 1 {
+		t.Fatalf("default kv_posted_writes %d (%v), want 1", c.KVPostedWrites, err)
+	}
+	for _, n := range []int{-1, MaxKVPostedWrites + 1} {
+		if _, _, err := (EngineConfig{KVPostedWrites: n}).Resolve(); err == nil || !strings.Contains(err.Error(), "kv_posted_writes") {
+			t.Fatalf("kv_posted_writes %d: %v, want an error naming the field", n, err)
+		}
+	}
+	if c, _, err := (EngineConfig{KVPostedWrites: 4}).Resolve(); err != nil || c.KVPostedWrites != 4 {
+		t.Fatalf("kv_posted_writes 4: %d, %v", c.KVPostedWrites, err)
+	}
+}

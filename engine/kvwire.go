@@ -8,25 +8,22 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/pdchaos/pdchaos/contract"
 )
 
-// KV link wire format, prefill→decode, one request/one reply at a time per
-// connection (the reply is the write's completion, like an RDMA completion):
-//
-//	u8 kind (1 chunk, 2 aux) | u64 room | u32 chunk id | u8 last | u16 rank |
-//	u32 first token | u32 n pages | n × u32 page | u32 payload len | payload |
-//	u16 agent len | agent (the decode agent whose pages these are)
-//
-// Reply: u8 (0 accepted, 1 room inactive on decode).
+// The KV link wire format, prefill→decode, is described once in
+// contract.ReadKVFrame's file (contract/kvwire.go): the engine writes and
+// reads it here, a relay on the link (faults/kvlink) parses it there.
 const (
-	kvChunk = 1
-	kvAux   = 2
+	kvChunk = contract.KVKindChunk
+	kvAux   = contract.KVKindAux
 
-	kvAccepted = 0
-	kvInactive = 1
+	kvAccepted = contract.KVReplyAccepted
+	kvInactive = contract.KVReplyInactive
 
-	maxKVPayload = 64 << 20
-	maxKVPages   = 1 << 20
+	maxKVPayload = contract.MaxKVPayload
+	maxKVPages   = contract.MaxKVPages
 )
 
 type kvMsg struct {
@@ -96,7 +93,7 @@ func writeKV(w *bufio.Writer, m kvMsg) error {
 // errKVMalformed marks a KV message that breaks the wire format: an
 // unknown kind or a count over its limit. The stream cannot be resynced
 // after one, so the connection is dropped; decode counts it.
-var errKVMalformed = errors.New("malformed kv message")
+var errKVMalformed = contract.ErrKVMalformed
 
 // kvEager is the most readKV allocates for pages or payload before the
 // bytes have arrived: a header announcing 64 MiB costs memory only as the

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,7 +82,7 @@ func startPrefill(ctx context.Context, cfg contract.EngineConfig, addrs PrefillA
 	probes := &core.ProbeCounts{}
 	p := &Prefill{cfg: cfg, log: log.With("role", "prefill"), links: links, hist: hist, probes: probes,
 		core: core.NewPrefill(core.PrefillConfig{Ranks: cfg.TP, Workers: cfg.TransferWorkers, PageSize: cfg.PageSize,
-			ChunkPages: cfg.ChunkPages, BootstrapTimeout: cfg.BootstrapTimeout, InflightTimeout: cfg.InflightTimeout, Regressions: reg, Wire: cfg.Wire,
+			ChunkPages: cfg.ChunkPages, PostedWrites: cfg.KVPostedWrites, BootstrapTimeout: cfg.BootstrapTimeout, InflightTimeout: cfg.InflightTimeout, Regressions: reg, Wire: cfg.Wire,
 			Probes: probes}, hist),
 		waiters: map[string]chan error{}, wake: make(chan struct{}, 1)}
 	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -314,9 +315,14 @@ func (p *Prefill) workerLoop(rank, w int) {
 	defer tick.Stop()
 	for {
 		p.mu.Lock()
-		c := p.core.WorkerBegin(time.Now(), rank, w)
+		var batch []*core.Chunk
+		if p.cfg.KVPostedWrites > 1 {
+			batch = p.core.WorkerBeginPosted(time.Now(), rank, w)
+		} else if c := p.core.WorkerBegin(time.Now(), rank, w); c != nil {
+			batch = []*core.Chunk{c}
+		}
 		p.mu.Unlock()
-		if c == nil {
+		if batch == nil {
 			select {
 			case <-p.ctx.Done():
 				return
@@ -336,7 +342,7 @@ func (p *Prefill) workerLoop(rank, w int) {
 			if p.writeGates[rank][w].Wait(p.ctx) != nil {
 				return
 			}
-			err = p.sendChunk(conns, c)
+			err = p.sendChunks(conns, batch)
 		}
 		p.mu.Lock()
 		p.core.WorkerEnd(time.Now(), rank, w, err)
@@ -347,42 +353,97 @@ func (p *Prefill) workerLoop(rank, w int) {
 	}
 }
 
-func (p *Prefill) sendChunk(conns map[string]*kvConn, c *core.Chunk) error {
-	kc, err := p.kvConn(conns, c.KVAddr)
-	if err != nil {
-		p.probes.Hit(contract.ProbePrefillKVDialFailed)
-		return err
-	}
-	msgs := []kvMsg{{agent: c.Agent, kind: kvChunk, room: c.Room, id: uint32(c.ID), last: c.Last, rank: uint16(c.Rank), first: uint32(c.First), pages: c.Pages, payload: c.Payload}}
-	if c.Last {
-		msgs = append(msgs, kvMsg{agent: c.Agent, kind: kvAux, room: c.Room, rank: uint16(c.Rank)})
-	}
-	for _, m := range msgs {
-		_ = kc.conn.SetDeadline(time.Now().Add(5 * time.Second))
-		if err := writeKV(kc.w, m); err != nil {
-			p.probes.Hit(contract.ProbePrefillKVWriteFailed)
-			p.dropKV(conns, c.KVAddr)
-			return fmt.Errorf("write kv chunk: %w", err)
-		}
-		reply, err := kc.r.ReadByte()
+// sendChunks writes a batch of one room's chunks, each on its own
+// connection (rail), all posted at once when there are several, and
+// returns once every completion is back: the first failure, or nil. The
+// aux message, the room's completion notice, goes after the batch that
+// holds the last chunk, so decode only hears of completion once every
+// write landed, in whatever order they did.
+func (p *Prefill) sendChunks(conns map[string]*kvConn, batch []*core.Chunk) error {
+	kcs := make([]*kvConn, len(batch))
+	for i, c := range batch {
+		kc, err := p.kvConn(conns, railKey(c.KVAddr, i))
 		if err != nil {
-			p.probes.Hit(contract.ProbePrefillKVReadFailed)
-			p.dropKV(conns, c.KVAddr)
-			return fmt.Errorf("read kv reply: %w", err)
+			p.probes.Hit(contract.ProbePrefillKVDialFailed)
+			return err
 		}
-		if reply == kvInactive {
-			p.probes.Hit(contract.ProbePrefillChunkRefused)
-			return errInactive
+		kcs[i] = kc
+	}
+	errs := make([]error, len(batch))
+	if len(batch) == 1 {
+		errs[0] = p.postKV(kcs[0], chunkMsg(batch[0]))
+	} else {
+		var wg sync.WaitGroup
+		for i, c := range batch {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = p.postKV(kcs[i], chunkMsg(c))
+			}()
 		}
+		wg.Wait()
+	}
+	for i, err := range errs {
+		if err != nil && !errors.Is(err, errInactive) {
+			p.dropKV(conns, railKey(batch[i].KVAddr, i))
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	if last := batch[len(batch)-1]; last.Last {
+		err := p.postKV(kcs[0], kvMsg{agent: last.Agent, kind: kvAux, room: last.Room, rank: uint16(last.Rank)})
+		if err != nil && !errors.Is(err, errInactive) {
+			p.dropKV(conns, railKey(last.KVAddr, 0))
+		}
+		return err
 	}
 	return nil
 }
 
-func (p *Prefill) kvConn(conns map[string]*kvConn, addr string) (*kvConn, error) {
-	if kc, ok := conns[addr]; ok && kc.gen == p.links.generation() {
+func chunkMsg(c *core.Chunk) kvMsg {
+	return kvMsg{agent: c.Agent, kind: kvChunk, room: c.Room, id: uint32(c.ID), last: c.Last, rank: uint16(c.Rank), first: uint32(c.First), pages: c.Pages, payload: c.Payload}
+}
+
+// railKey names the connection a worker uses for its i-th posted write to
+// addr; rail 0 is the address itself.
+func railKey(addr string, i int) string {
+	if i == 0 {
+		return addr
+	}
+	return addr + "#" + strconv.Itoa(i)
+}
+
+// postKV writes one KV message and waits for its completion. On a write or
+// read failure the caller drops the connection.
+func (p *Prefill) postKV(kc *kvConn, m kvMsg) error {
+	_ = kc.conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := writeKV(kc.w, m); err != nil {
+		p.probes.Hit(contract.ProbePrefillKVWriteFailed)
+		return fmt.Errorf("write kv chunk: %w", err)
+	}
+	reply, err := kc.r.ReadByte()
+	if err != nil {
+		p.probes.Hit(contract.ProbePrefillKVReadFailed)
+		return fmt.Errorf("read kv reply: %w", err)
+	}
+	if reply == kvInactive {
+		p.probes.Hit(contract.ProbePrefillChunkRefused)
+		return errInactive
+	}
+	return nil
+}
+
+// kvConn returns the worker's connection for key (an address, or an
+// address and rail from railKey), dialling it if needed.
+func (p *Prefill) kvConn(conns map[string]*kvConn, key string) (*kvConn, error) {
+	if kc, ok := conns[key]; ok && kc.gen == p.links.generation() {
 		return kc, nil
 	}
-	p.dropKV(conns, addr)
+	p.dropKV(conns, key)
+	addr, _, _ := strings.Cut(key, "#")
 	target, gen := p.links.resolve(addr)
 	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
 	defer cancel()
@@ -392,7 +453,7 @@ func (p *Prefill) kvConn(conns map[string]*kvConn, addr string) (*kvConn, error)
 		return nil, fmt.Errorf("dial kv link %s: %w", addr, err)
 	}
 	kc := &kvConn{conn: conn, r: bufio.NewReader(conn), w: bufio.NewWriter(conn), gen: gen}
-	conns[addr] = kc
+	conns[key] = kc
 	return kc, nil
 }
 

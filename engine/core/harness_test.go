@@ -57,6 +57,7 @@ type rigOpts struct {
 	ranks       int // both sides
 	decodePages int
 	wire        contract.Wire // both sides; empty is NIXL
+	posted      int           // prefill PostedWrites; 0 is 1
 }
 
 func newRig(t *testing.T, o rigOpts) *rig {
@@ -71,7 +72,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 		busy: map[worker]*Chunk{}, rids: map[string]string{}, onP: map[string]bool{}, onD: map[string]bool{}, maxNew: map[string]int{}, answer: map[string]*strings.Builder{},
 		done: map[string]int{}, pfin: map[string][]error{}, dfin: map[string][]error{}}
 	r.p = NewPrefill(PrefillConfig{Ranks: o.ranks, Workers: testWorkers, PageSize: 16, ChunkPages: 2,
-		BootstrapTimeout: testTimeout, InflightTimeout: testTimeout, Regressions: o.reg, Wire: o.wire}, r.ph)
+		BootstrapTimeout: testTimeout, InflightTimeout: testTimeout, Regressions: o.reg, Wire: o.wire, PostedWrites: o.posted}, r.ph)
 	wire := dialectOf(o.wire)
 	var agents []DecodeAgent
 	for i := range o.ranks {

@@ -25,10 +25,14 @@ var (
 // PrefillConfig configures the prefill side. Zero values are replaced by
 // Defaults.
 type PrefillConfig struct {
-	Ranks            int           // tensor-parallel ranks; default 1
-	Workers          int           // transfer workers per rank; default 4
-	PageSize         int           // tokens per KV page; default 16
-	ChunkPages       int           // pages per transfer chunk; default 8
+	Ranks      int // tensor-parallel ranks; default 1
+	Workers    int // transfer workers per rank; default 4
+	PageSize   int // tokens per KV page; default 16
+	ChunkPages int // pages per transfer chunk; default 8
+	// PostedWrites is how many chunks of one room a worker takes at once
+	// (WorkerBeginPosted), for a runtime that posts them on parallel
+	// connections; default 1.
+	PostedWrites     int
 	BootstrapTimeout time.Duration // default 10s; Bootstrapping longer than this fails
 	InflightTimeout  time.Duration // default 10s; inflight longer than this fails
 	Regressions      contract.Regressions
@@ -53,6 +57,9 @@ func (c *PrefillConfig) defaults() {
 	}
 	if c.ChunkPages <= 0 {
 		c.ChunkPages = 8
+	}
+	if c.PostedWrites <= 0 {
+		c.PostedWrites = 1
 	}
 	if c.BootstrapTimeout <= 0 {
 		c.BootstrapTimeout = 10 * time.Second
@@ -111,6 +118,7 @@ type prefillRank struct {
 	infos       map[uint64]transferInfo
 	queues      [][]*Chunk
 	held        map[int]*Chunk
+	posted      map[int][]*Chunk // chunks held with held[w], same room (WorkerBeginPosted)
 	pendingAck  map[uint64]Abort
 	pendingFail map[uint64]Outbound
 	dead        bool
@@ -156,6 +164,7 @@ func NewPrefill(cfg PrefillConfig, hist *History) *Prefill {
 			infos:       map[uint64]transferInfo{},
 			queues:      make([][]*Chunk, cfg.Workers),
 			held:        map[int]*Chunk{},
+			posted:      map[int][]*Chunk{},
 			pendingAck:  map[uint64]Abort{},
 			pendingFail: map[uint64]Outbound{},
 		})

@@ -239,6 +239,28 @@ func (p *Prefill) WorkerBegin(now time.Time, rank, w int) *Chunk {
 	return nil
 }
 
+// WorkerBeginPosted is WorkerBegin for a runtime that posts several writes
+// of a room at once: with the next chunk it takes up to PostedWrites-1 more
+// chunks of the same room that follow it in the queue, all held together
+// and finished together by WorkerSend and WorkerEnd. The first is the one
+// WorkerBegin would return; nil when the queue is empty.
+func (p *Prefill) WorkerBeginPosted(now time.Time, rank, w int) []*Chunk {
+	c := p.WorkerBegin(now, rank, w)
+	if c == nil {
+		return nil
+	}
+	r := p.ranks[rank]
+	batch := []*Chunk{c}
+	for len(batch) < p.cfg.PostedWrites && len(r.queues[w]) > 0 && r.queues[w][0].Room == c.Room {
+		batch = append(batch, r.queues[w][0])
+		r.queues[w] = r.queues[w][1:]
+	}
+	if len(batch) > 1 {
+		r.posted[w] = batch[1:]
+	}
+	return batch
+}
+
 // WorkerSend is called after the worker's pause gate: it marks the room
 // Transferring and says whether to write the chunk. The fixed engine looks
 // again, because an ABORT may have arrived while the worker held the chunk.
@@ -279,6 +301,14 @@ func (p *Prefill) WorkerEnd(now time.Time, rank, w int, err error) {
 		r.status.Update(now, c.Room, Failed, WriterWorker, "transfer error")
 	case c.Last:
 		r.status.Update(now, c.Room, Success, WriterWorker, fmt.Sprintf("last chunk %d done", c.ID))
+	default:
+		// Writes posted together complete together: the room succeeds
+		// only once its last chunk and every one before it landed.
+		for _, pc := range r.posted[w] {
+			if pc.Last {
+				r.status.Update(now, c.Room, Success, WriterWorker, fmt.Sprintf("last chunk %d done (%d posted writes)", pc.ID, len(r.posted[w])+1))
+			}
+		}
 	}
 	p.release(now, rank, w)
 }
@@ -287,6 +317,7 @@ func (p *Prefill) release(now time.Time, rank, w int) {
 	r := p.ranks[rank]
 	c := r.held[w]
 	delete(r.held, w)
+	delete(r.posted, w)
 	if a, ok := r.pendingAck[c.Room]; ok && !p.holding(rank, c.Room) {
 		p.probes.Hit(contract.ProbePrefillAckAfterDrain)
 		delete(r.pendingAck, c.Room)

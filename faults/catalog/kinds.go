@@ -5,6 +5,7 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
+	"github.com/pdchaos/pdchaos/faults/kvlink"
 	"github.com/pdchaos/pdchaos/faults/network"
 	"github.com/pdchaos/pdchaos/faults/process"
 	"github.com/pdchaos/pdchaos/faults/protocol"
@@ -103,6 +104,42 @@ func Kinds() []Kind {
 			Example: map[string]any{"link": "control/0", "kinds": []any{"registration"}},
 			Build: func(v Values, _ Env) (faults.Fault, error) {
 				return &protocol.Duplicate{Link: v.String("link"), Kinds: protoKinds(v.Strings("kinds")), Limit: v.Int("limit")}, nil
+			}},
+
+		// Protocol: the KV frame relay.
+		{Name: "kv-chunks", Layer: faults.LayerProtocol,
+			Doc: "delay, reorder or drop individual KV chunks on a KV link, as multi-rail RDMA writes complete out of order (within a room when the engine posts several writes: kv_posted_writes)",
+			Params: []Param{
+				{Name: "link", Type: TypeString, Required: true, Doc: "KV link, e.g. " + contract.KVLink(0)},
+				pct("drop_pct", "percent of chunks dropped: not forwarded, the connection closed, so the write completion fails"),
+				pct("reorder_pct", "percent of chunks held until after_chunks later chunks were applied, or max_hold"),
+				{Name: "after_chunks", Type: TypeInt, Default: "1", Min: "1", Doc: "later chunks that must overtake a held one"},
+				{Name: "max_hold", Type: TypeDuration, Default: "500ms", Min: "0s", MinExclusive: true, Doc: "longest reorder hold"},
+				pct("delay_pct", "percent of chunks delayed by a duration drawn from [min_delay, max_delay]"),
+				{Name: "min_delay", Type: TypeDuration, Min: "0s", Doc: "shortest delay"},
+				{Name: "max_delay", Type: TypeDuration, Min: "0s", Doc: "longest delay (>= min_delay; > 0 when delay_pct > 0)"}},
+			Example: map[string]any{"link": "kv/0", "reorder_pct": 30, "delay_pct": 20, "max_delay": "50ms", "drop_pct": 1},
+			Check: func(v Values) error {
+				sum := v.Int("drop_pct") + v.Int("reorder_pct") + v.Int("delay_pct")
+				switch {
+				case sum == 0:
+					return v.errorf("reorder_pct", "drop_pct, reorder_pct and delay_pct are all 0: the fault would do nothing")
+				case sum > 100:
+					return v.errorf("delay_pct", "drop_pct + reorder_pct + delay_pct = %d is over 100", sum)
+				case v.Duration("max_delay") < v.Duration("min_delay"):
+					return v.errorf("max_delay", "%v is below min_delay %v", v.Duration("max_delay"), v.Duration("min_delay"))
+				case v.Int("delay_pct") > 0 && v.Duration("max_delay") <= 0:
+					return v.errorf("max_delay", "must be > 0 when delay_pct is %d", v.Int("delay_pct"))
+				}
+				return nil
+			},
+			Build: func(v Values, env Env) (faults.Fault, error) {
+				if env.Rand == nil {
+					return nil, ErrNoRand
+				}
+				return &kvlink.Chunks{Link: v.String("link"), Rand: rand.New(rand.NewPCG(env.Rand.Uint64(), env.Rand.Uint64())),
+					Rules: kvlink.Rules{DropPct: v.Int("drop_pct"), ReorderPct: v.Int("reorder_pct"), AfterChunks: v.Int("after_chunks"),
+						MaxHold: v.Duration("max_hold"), DelayPct: v.Int("delay_pct"), MinDelay: v.Duration("min_delay"), MaxDelay: v.Duration("max_delay")}}, nil
 			}},
 
 		// Network: embedded Toxiproxy on a link.
@@ -214,6 +251,10 @@ func msgKinds() Param {
 		enum[i] = string(k)
 	}
 	return Param{Name: "kinds", Type: TypeStrings, Enum: enum, Doc: "message kinds it acts on; empty: all"}
+}
+
+func pct(name, doc string) Param {
+	return Param{Name: name, Type: TypeInt, Min: "0", Max: "100", Doc: doc}
 }
 
 func limit(doc string) Param {

@@ -116,6 +116,9 @@ func engineArgs(cfg contract.EngineConfig) []string {
 	if cfg.TransferWorkers > 0 {
 		add("transfer-workers", strconv.Itoa(cfg.TransferWorkers))
 	}
+	if cfg.KVPostedWrites > 0 {
+		add("kv-posted-writes", strconv.Itoa(cfg.KVPostedWrites))
+	}
 	if cfg.MaxNewTokens > 0 {
 		add("max-new-tokens", strconv.Itoa(cfg.MaxNewTokens))
 	}

@@ -21,6 +21,15 @@ func TestEngineArgsCarryWire(t *testing.T) {
 	}
 }
 
+// kv_posted_writes reaches prefill's process, or the scenario's setting
+// would be silently ignored under target procs.
+func TestEngineArgsCarryPostedWrites(t *testing.T) {
+	t.Parallel()
+	if a := engineArgs(contract.EngineConfig{KVPostedWrites: 4}); !slices.Contains(a, "--kv-posted-writes=4") {
+		t.Errorf("engine args %v lack --kv-posted-writes=4", a)
+	}
+}
+
 // A profile reaches every role process, so a role started from a config
 // that only names the profile runs its regressions and wire too.
 func TestEngineArgsCarryProfile(t *testing.T) {

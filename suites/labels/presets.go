@@ -22,6 +22,13 @@ func Presets() map[string]PresetLabels {
 		"decode-restart":           {[]string{"decode", "procs"}, true},
 		"tp2-abort-storm":          {[]string{"tp"}, false},
 		"stale-kv-writes":          {[]string{"kv-pool", "transfer"}, false},
+		"kv-chunks-out-of-order":   {[]string{"transfer", "kv-pool"}, false},
+		"kv-link-faults":           {[]string{"transfer", "decode"}, false},
+		"kv-link-slow":             {[]string{"transfer", "decode"}, false},
+		"lost-control-messages":    {[]string{"control-link", "prefill", "decode"}, false},
+		"bootstrap-deadline":       {[]string{"bootstrap", "prefill", "procs"}, false},
+		"abort-timeout-race":       {[]string{"decode", "control-link", "transfer"}, false},
+		"tp2-rank-lost":            {[]string{"tp", "prefill"}, false},
 		"prefill-lost":             {[]string{"prefill", "decode", "procs"}, false},
 		"prefill-restart":          {[]string{"prefill", "decode", "procs"}, true},
 	}
