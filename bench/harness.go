@@ -35,8 +35,8 @@ type HarnessOptions struct {
 	// Agents is the swarm's size at Rate; default 1000.
 	Agents int
 	// SwarmSizes are the swarms tried for the largest sustained one, each
-	// at one request per agent every ThinkTime; default 500, 1000, 2000,
-	// 4000, 8000.
+	// at one request per agent every ThinkTime, smallest first; default
+	// doubling from 500 to 32000.
 	SwarmSizes []int
 	// ThinkTime is each agent's pause between requests in the sustained-
 	// swarm search; default 4s.
@@ -58,7 +58,7 @@ func (o HarnessOptions) withDefaults() HarnessOptions {
 		o.Agents = 1000
 	}
 	if len(o.SwarmSizes) == 0 {
-		o.SwarmSizes = []int{500, 1000, 2000, 4000, 8000}
+		o.SwarmSizes = []int{500, 1000, 2000, 4000, 8000, 16000, 32000}
 	}
 	if o.ThinkTime <= 0 {
 		o.ThinkTime = 4 * time.Second
