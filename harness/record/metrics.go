@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sort"
 	"strings"
@@ -18,7 +19,10 @@ import (
 )
 
 // ParseMetrics reads the Prometheus text format into a check.Scrape,
-// combining series as SGLang exports them: an old name (contract.
+// refusing contradictions in the families the checks judge (NaN, ±Inf,
+// negative values, a label set twice; see refuseContradictions) and
+// dropping non-finite values of the others, and combining series as SGLang
+// exports them: an old name (contract.
 // MetricAliases) is read as today's when today's is absent; a series with a
 // priority label that repeats a total without one is not counted again;
 // gauges are kept per rank besides their sum.
@@ -26,6 +30,9 @@ func ParseMetrics(r io.Reader) (check.Scrape, error) {
 	tp := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := tp.TextToMetricFamilies(r)
 	if err != nil {
+		return check.Scrape{}, fmt.Errorf("parse metrics: %w", err)
+	}
+	if err := refuseContradictions(fams); err != nil {
 		return check.Scrape{}, fmt.Errorf("parse metrics: %w", err)
 	}
 	s := check.Scrape{Gauges: map[string]float64{}, Counters: map[string]float64{}, Ranks: map[string]map[string]float64{}}
@@ -61,6 +68,9 @@ func ParseMetrics(r io.Reader) (check.Scrape, error) {
 			default:
 				continue
 			}
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				continue // not a judged family (those are refused above); JSON cannot hold it
+			}
 			if counter {
 				s.Counters[canon] += v
 				continue
@@ -72,6 +82,7 @@ func ParseMetrics(r io.Reader) (check.Scrape, error) {
 			s.Ranks[canon][check.RankKey(labels)] += v
 		}
 	}
+	dropNonFinite(&s)
 	return s, nil
 }
 

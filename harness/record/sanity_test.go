@@ -1,0 +1,46 @@
+package record
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pdchaos/pdchaos/contract"
+)
+
+// TestParseMetricsRefusesContradictions: a judged family with NaN, +Inf, a
+// negative value or one label set twice fails the scrape, naming the
+// series; the same in a family nothing judges is dropped, and the scrape
+// stays usable (and JSON-encodable).
+func TestParseMetricsRefusesContradictions(t *testing.T) {
+	t.Parallel()
+	g := contract.MetricRunning
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"nan", "# TYPE " + g + " gauge\n" + g + `{tp_rank="0"} NaN` + "\n", g + `{tp_rank="0"} is NaN`},
+		{"inf", "# TYPE " + g + " gauge\n" + g + `{tp_rank="0"} +Inf` + "\n", g + `{tp_rank="0"} is +Inf`},
+		{"negative", "# TYPE " + g + " gauge\n" + g + `{tp_rank="0"} -1` + "\n", "cannot be below zero"},
+		{"negative counter", "# TYPE sglang:num_requests_total counter\nsglang:num_requests_total -4\n", "sglang:num_requests_total{} is -4"},
+		{"duplicate", "# TYPE " + g + " gauge\n" + g + `{tp_rank="0"} 0` + "\n" + g + `{tp_rank="0"} 3` + "\n", "appears twice (values 0 and 3)"},
+		{"old name", "# TYPE sglang:num_prefill_prealloc_queue_reqs gauge\nsglang:num_prefill_prealloc_queue_reqs NaN\n", "is NaN"},
+		{"sum overflow", "# TYPE " + g + " gauge\n" + g + `{tp_rank="0"} 1e308` + "\n" + g + `{tp_rank="1"} 1e308` + "\n", "sum past the largest float"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseMetrics(strings.NewReader(tc.text))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want an error with %q, got %v", tc.want, err)
+			}
+		})
+	}
+	s, err := ParseMetrics(strings.NewReader("# TYPE other_ratio gauge\nother_ratio NaN\n# TYPE big gauge\nbig 1e308\nbig{a=\"1\"} 1e308\n" +
+		"# TYPE other_neg gauge\nother_neg -2\n# TYPE " + g + " gauge\n" + g + " 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Gauges["other_ratio"]; ok || s.Gauges["other_neg"] != -2 || s.Gauges[g] != 1 {
+		t.Fatalf("unjudged NaN kept, or a good value lost: %+v", s.Gauges)
+	}
+	if _, ok := s.Gauges["big"]; ok {
+		t.Fatalf("an overflowed sum was kept: %+v", s.Gauges)
+	}
+}
