@@ -1,10 +1,13 @@
 package record
 
 import (
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/internal/testkit/hostile"
 )
 
 // TestParseMetricsRefusesContradictions: a judged family with NaN, +Inf, a
@@ -42,5 +45,24 @@ func TestParseMetricsRefusesContradictions(t *testing.T) {
 	}
 	if _, ok := s.Gauges["big"]; ok {
 		t.Fatalf("an overflowed sum was kept: %+v", s.Gauges)
+	}
+}
+
+// TestFetchProbesBounded: a /debug/probes answer that never ends, or is a
+// GiB, fails at the size limit instead of being held in memory.
+func TestFetchProbesBounded(t *testing.T) {
+	t.Parallel()
+	for _, b := range []hostile.Behaviour{hostile.Endless, hostile.Huge} {
+		s, err := hostile.Start(hostile.Options{Behaviour: b, Tick: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		c := &http.Client{Timeout: 30 * time.Second}
+		cp := fetchProbes(t.Context(), c, s.URL())
+		c.CloseIdleConnections()
+		if !strings.Contains(cp.Err, "answer over its size limit") {
+			t.Fatalf("%s: want the size limit, got %+v", b, cp)
+		}
 	}
 }
