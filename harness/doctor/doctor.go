@@ -12,6 +12,7 @@ import (
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/process"
+	"github.com/pdchaos/pdchaos/harness/record"
 	"github.com/pdchaos/pdchaos/harness/target"
 )
 
@@ -157,7 +158,8 @@ func Run(ctx context.Context, t target.Target, o Options) Report {
 	} else {
 		var bad []string
 		for _, e := range t.EngineURLs() {
-			if err := getOK(ctx, client, strings.TrimRight(e, "/")+contract.PathDebugRooms); err != nil {
+			// Decoded as the recorder will, within its limit.
+			if _, err := record.RoomsOnce(ctx, client, e); err != nil {
 				bad = append(bad, err.Error())
 			}
 		}
@@ -235,22 +237,4 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
-}
-
-// getOK GETs url and wants 200.
-func getOK(ctx context.Context, c *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return fmt.Errorf("get %s: %w", url, err)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return fmt.Errorf("get %s: %w", url, err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("get %s: status %d", url, resp.StatusCode)
-	}
-	return nil
 }

@@ -2,7 +2,9 @@ package hostile
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -31,12 +33,33 @@ func (s *Server) answer(r *http.Request) reply {
 		return reply{http.StatusOK, "application/json", []byte(`{"version":"hostile-` + string(s.o.Behaviour) + `","disaggregation_mode":"null"}`)}
 	case "sse":
 		s.tokens.Add(2)
+		if !wantsStream(r) {
+			return reply{http.StatusOK, "application/json", []byte(
+				`{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hostile target"},"finish_reason":"stop"}]}`)}
+		}
 		return reply{http.StatusOK, "text/event-stream", []byte(
 			`data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hostile "}}]}` + "\n\n" +
 				`data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"target"},"finish_reason":"stop"}]}` + "\n\n" +
 				"data: [DONE]\n\n")}
 	}
 	return reply{http.StatusOK, "text/plain", []byte("ok\n")}
+}
+
+// wantsStream reports whether r asks for an event stream: a chat
+// completion with "stream": true (the agents), not the liveness probe's
+// "stream": false. The body is read up to 1 MiB, enough for any request
+// the harness sends.
+func wantsStream(r *http.Request) bool {
+	if r.Method != http.MethodPost {
+		return true
+	}
+	var req struct {
+		Stream *bool `json:"stream"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil || req.Stream == nil {
+		return true
+	}
+	return *req.Stream
 }
 
 // metrics is the /metrics text: every slot gauge and KV usage (0 when

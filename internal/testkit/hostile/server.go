@@ -3,6 +3,7 @@ package hostile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -128,7 +129,9 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
-// acceptSilently holds every connection open without reading or writing.
+// acceptSilently holds every connection open and never answers. It reads
+// and discards what the client sends, only to notice when the client has
+// gone (so OpenConns can tell a client that left nothing open).
 func (s *Server) acceptSilently() {
 	defer s.wg.Done()
 	for {
@@ -144,7 +147,13 @@ func (s *Server) acceptSilently() {
 			return
 		}
 		s.conns[c] = struct{}{}
+		s.wg.Add(1)
 		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			_, _ = io.Copy(io.Discard, c) // until the client closes, or Close
+			s.forget(c)
+		}()
 	}
 }
 

@@ -1,0 +1,287 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pdchaos/pdchaos/internal/testkit"
+	"github.com/pdchaos/pdchaos/internal/testkit/hostile"
+)
+
+// The hostile-target matrix: every command that reads a deployment,
+// pointed at each hostile behaviour, as a real process of the built CLI.
+// PDCHAOS_HOSTILE=full runs every cell (make hostile); otherwise a quick
+// subset runs with make test. PDCHAOS_HOSTILE_TABLE=FILE also writes the
+// table there as Markdown.
+
+// hostileScenario is the short run the matrix starts: two agents for 3 s,
+// a 2 s drain and one probe, so a well-behaved target passes in seconds.
+const hostileScenario = `name: hostile
+duration: 3s
+agents:
+  preset: opencode-30
+  scale: 0.1
+  options:
+    agents: 2
+    start_spread: 10ms
+    warm_up: 10ms
+    max_tokens: 4
+    think_time: 100ms
+    hang_timeout: 5s
+checks:
+  drain_deadline: 2s
+  probes: 1
+  probe_deadline: 3s
+`
+
+// hostileCell is one command against one behaviour.
+type hostileCell struct {
+	behaviour hostile.Behaviour
+	command   string
+	code      int
+	reason    string
+	wall      time.Duration
+	rssKiB    int64
+	bound     time.Duration
+}
+
+// hostileCommands are the commands of the matrix, each with its args
+// against server s and the deadline it states: run and soak the soak's
+// per-run bound (scenario + drain + probe deadline + 90 s), watch its --for
+// plus its 5 s probe and 5 s scrape timeout, doctor its --timeout plus 5 s.
+func hostileCommands(dir, sc string, s *hostile.Server) map[string]struct {
+	args  []string
+	bound time.Duration
+} {
+	runBound := 3*time.Second + 2*time.Second + 3*time.Second + 90*time.Second
+	results := filepath.Join(dir, "runs")
+	return map[string]struct {
+		args  []string
+		bound time.Duration
+	}{
+		"run":    {append([]string{"run", sc, "--results", results}, s.TargetArgs()...), runBound},
+		"watch":  {[]string{"watch", "--metrics", s.URL() + "/metrics", "--for", "3s", "--window", "1s"}, 13 * time.Second},
+		"doctor": {append([]string{"doctor", "--timeout", "40s"}, s.TargetArgs()...), 45 * time.Second},
+		"soak":   {append([]string{"soak", "--duration", "2s", sc, "--results", results}, s.TargetArgs()...), 2*time.Second + runBound},
+	}
+}
+
+// quickCells run with make test: fast cells that each guard a fix.
+var quickCells = map[string][]hostile.Behaviour{
+	"doctor": {hostile.Reset, hostile.Endless, hostile.NegativeGauges},
+	"watch":  {hostile.NaNMetrics, hostile.DuplicateSeries, hostile.Flap},
+	"run":    {hostile.NegativeGauges},
+}
+
+func TestHostileTargets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the CLI and runs it against hostile targets")
+	}
+	full := os.Getenv("PDCHAOS_HOSTILE") == "full"
+	dir := t.TempDir()
+	bin, err := testkit.BuildCLI(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := filepath.Join(dir, "hostile.yaml")
+	if err := os.WriteFile(sc, []byte(hostileScenario), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var cells []hostileCell
+	for _, b := range hostile.Behaviours() {
+		for _, cmd := range []string{"run", "watch", "doctor", "soak"} {
+			if !full && !slices.Contains(quickCells[cmd], b) {
+				continue
+			}
+			t.Run(string(b)+"/"+cmd, func(t *testing.T) {
+				c := runHostileCell(t, bin, dir, sc, b, cmd)
+				cells = append(cells, c)
+				checkHostileCell(t, c)
+			})
+		}
+	}
+	table := hostileTable(cells)
+	t.Log("\n" + table)
+	if p := os.Getenv("PDCHAOS_HOSTILE_TABLE"); p != "" {
+		if err := os.WriteFile(p, []byte(table), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// runHostileCell starts a server of behaviour b, runs cmd against it in its
+// own process group, and checks that nothing of it is left afterwards.
+func runHostileCell(t *testing.T, bin, dir, sc string, b hostile.Behaviour, cmd string) hostileCell {
+	srv, err := hostile.Start(hostile.Options{Behaviour: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := srv.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	spec := hostileCommands(t.TempDir(), sc, srv)[cmd]
+	ctx, cancel := context.WithTimeout(t.Context(), spec.bound+30*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	c := exec.CommandContext(ctx, bin, spec.args...)
+	c.Dir = dir
+	c.Stdout, c.Stderr = &out, &out
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start := time.Now()
+	err = c.Run()
+	cell := hostileCell{behaviour: b, command: cmd, wall: time.Since(start), bound: spec.bound}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		cell.code = ee.ExitCode()
+	default:
+		t.Fatalf("%s: %v\n%s", cmd, err, out.String())
+	}
+	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		cell.rssKiB = ru.Maxrss // KiB on Linux
+	}
+	cell.reason = hostileReason(out.String(), cell.code)
+	t.Logf("%s %s: exit %d in %v, %d MiB: %s\n%s", b, cmd, cell.code, cell.wall.Round(time.Millisecond), cell.rssKiB>>10, cell.reason, tail(out.String(), 3000))
+	// Nothing left running: no process of the command's group, no
+	// connection of it open on the target.
+	pgid := c.Process.Pid
+	if _, err := testkit.Poll(t.Context(), 5*time.Second, func() error {
+		if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("process group %d still has processes (kill 0: %v)", pgid, err)
+		}
+		if n := srv.OpenConns(); n != 0 {
+			return fmt.Errorf("%d connections to the target still open", n)
+		}
+		return nil
+	}); err != nil {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		t.Errorf("%s %s left something running: %v", b, cmd, err)
+	}
+	return cell
+}
+
+// checkHostileCell: a verdict other than pass (the healthy control row
+// excepted), one clear line saying why, within the command's deadline,
+// in bounded memory.
+func checkHostileCell(t *testing.T, c hostileCell) {
+	t.Helper()
+	if c.behaviour == hostile.Healthy {
+		return
+	}
+	if c.code == exitPass {
+		t.Errorf("%s %s: exit 0 against a hostile target (a false pass): %s", c.behaviour, c.command, c.reason)
+	}
+	if c.code != exitInconclusive && c.code != exitHarness {
+		t.Errorf("%s %s: exit %d, want 2 (inconclusive) or 3 (harness error): %s", c.behaviour, c.command, c.code, c.reason)
+	}
+	if c.reason == "" {
+		t.Errorf("%s %s: exit %d with no line saying why", c.behaviour, c.command, c.code)
+	}
+	if c.wall > c.bound {
+		t.Errorf("%s %s: %v, past its stated deadline %v", c.behaviour, c.command, c.wall, c.bound)
+	}
+	if c.rssKiB > 512<<10 {
+		t.Errorf("%s %s: peak RSS %d MiB, over 512 MiB: a read is unbounded", c.behaviour, c.command, c.rssKiB>>10)
+	}
+}
+
+// hostileReason is the one line that says why: the CLI's "pdchaos: ..."
+// error line, else the verdict line of a run, soak or doctor.
+func hostileReason(out string, code int) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); strings.HasPrefix(l, "pdchaos: ") {
+			return strings.TrimPrefix(l, "pdchaos: ")
+		}
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		for _, p := range []string{"verdict", "soak verdict:", "doctor:", "no wedge", "INCONCLUSIVE", "FAIL"} {
+			if strings.Contains(l, p) {
+				return l
+			}
+		}
+	}
+	if len(lines) > 0 {
+		return strings.TrimSpace(lines[len(lines)-1])
+	}
+	return ""
+}
+
+// hostileTable renders the cells as a Markdown table.
+func hostileTable(cells []hostileCell) string {
+	var b strings.Builder
+	b.WriteString("| behaviour | command | exit | wall | deadline | peak RSS | reason |\n|---|---|---|---|---|---|---|\n")
+	for _, c := range cells {
+		r := c.reason
+		if len(r) > 160 {
+			r = r[:157] + "..."
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %.1fs | %v | %d MiB | %s |\n", c.behaviour, c.command, c.code, c.wall.Seconds(),
+			c.bound, c.rssKiB>>10, strings.ReplaceAll(r, "|", `\|`))
+	}
+	return b.String()
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+// TestWatchDoctorHostileInProcess: watch and doctor in this process
+// against hostile targets reach the verdict named, with the reason, and
+// leave no goroutine behind. Before the fixes watch exited 0 ("no wedge")
+// on NaN and negative gauges and on a /metrics that failed every other
+// scrape, and flagged a "wedge" on +Inf and duplicate series.
+func TestWatchDoctorHostileInProcess(t *testing.T) {
+	testkit.NoLeaks(t)
+	for _, tc := range []struct {
+		b    hostile.Behaviour
+		cmd  string
+		code int
+		want string
+	}{
+		{hostile.NaNMetrics, "watch", exitHarness, `{model_name="hostile",tp_rank="0"} is NaN: a judged metric must be a finite count`},
+		{hostile.InfMetrics, "watch", exitHarness, "is +Inf"},
+		{hostile.NegativeGauges, "watch", exitHarness, "cannot be below zero"},
+		{hostile.DuplicateSeries, "watch", exitHarness, "appears twice (values 0 and 3)"},
+		{hostile.Flap, "watch", exitInconclusive, "watch: inconclusive: no wedge seen, but"},
+		{hostile.Healthy, "watch", exitPass, "no wedge"},
+		{hostile.NegativeGauges, "doctor", exitInconclusive, "cannot be below zero"},
+		{hostile.Reset, "doctor", exitHarness, "the body was cut"},
+		{hostile.Endless, "doctor", exitHarness, "the body goes on past 65536 bytes"},
+		{hostile.Huge, "doctor", exitHarness, "the answer goes on past the recorder's limit of 16777216 bytes"},
+		{hostile.GarbageMetrics, "doctor", exitInconclusive, "not Prometheus text"},
+	} {
+		t.Run(string(tc.b)+"/"+tc.cmd, func(t *testing.T) {
+			s, err := hostile.Start(hostile.Options{Behaviour: tc.b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			args := []string{"watch", "--metrics", s.URL() + "/metrics", "--for", "2s", "--window", "1s", "--interval", "100ms"}
+			if tc.cmd == "doctor" {
+				args = append([]string{"doctor", "--timeout", "20s"}, s.TargetArgs()...)
+			}
+			code, out := execute(t, args...)
+			if code != tc.code || !strings.Contains(out, tc.want) {
+				t.Fatalf("exit %d, want %d with %q:\n%s", code, tc.code, tc.want, out)
+			}
+		})
+	}
+}
