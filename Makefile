@@ -9,7 +9,7 @@ FUZZTIME  ?= 1m
 # Packages with goroutines and sockets run under the race detector.
 RACE_PKGS := ./engine/... ./faults/... ./agents/... ./harness/...
 
-.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench deps clean fuzz
+.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench deps clean fuzz hostile
 
 all: build
 
@@ -37,6 +37,16 @@ test: deps
 ## then replays as a regression test; commit it with the fix.
 fuzz:
 	GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME) ./...
+
+## hostile: the hostile-target matrix (docs/hostile-targets.md): run, watch, doctor and soak, as
+## processes of the built CLI, against every hostile behaviour of internal/testkit/hostile; prints
+## behaviour x command -> exit code, wall time, deadline, peak RSS and reason, and writes the table
+## to HOSTILE_TABLE (default runs/hostile-table.md). About 10 minutes; make test runs a quick subset.
+HOSTILE_TABLE ?= $(RESULTS_DIR)/hostile-table.md
+hostile:
+	@mkdir -p $(dir $(HOSTILE_TABLE))
+	PDCHAOS_HOSTILE=full PDCHAOS_HOSTILE_TABLE=$(HOSTILE_TABLE) $(GO) test -count=1 -timeout 60m -run 'TestHostileTargets$$' ./cmd/pdchaos/
+	@cat $(HOSTILE_TABLE)
 
 test-short:
 	$(GO) test -short -count=1 ./...

@@ -46,8 +46,8 @@ func Behaviours() []Behaviour {
 		DuplicateSeries, GarbageMetrics, Reset, Flap}
 }
 
-// metricsOnly reports whether b misbehaves on /metrics alone.
-func (b Behaviour) metricsOnly() bool {
+// MetricsOnly reports whether b misbehaves on /metrics alone.
+func (b Behaviour) MetricsOnly() bool {
 	switch b {
 	case NaNMetrics, InfMetrics, NegativeGauges, DuplicateSeries, GarbageMetrics:
 		return true

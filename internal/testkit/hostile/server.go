@@ -88,6 +88,11 @@ func (s *Server) TargetArgs() []string {
 	return []string{"--target", "external", "--router", s.URL(), "--metrics", s.URL() + "/metrics", "--engine-url", s.URL()}
 }
 
+// URLOnlyArgs are TargetArgs without --engine-url: the target as SGLang
+// is, with no /debug/rooms (the healthy control row uses them: the fake
+// has no rooms to show, and rooms-terminal would be inconclusive).
+func (s *Server) URLOnlyArgs() []string { return s.TargetArgs()[:6] }
+
 // Behaviour is what the server does.
 func (s *Server) Behaviour() Behaviour { return s.o.Behaviour }
 
