@@ -45,8 +45,8 @@ fuzz:
 HOSTILE_TABLE ?= $(RESULTS_DIR)/hostile-table.md
 hostile:
 	@mkdir -p $(dir $(HOSTILE_TABLE))
-	PDCHAOS_HOSTILE=full PDCHAOS_HOSTILE_TABLE=$(HOSTILE_TABLE) $(GO) test -count=1 -timeout 60m -run 'TestHostileTargets$$' ./cmd/pdchaos/
-	@cat $(HOSTILE_TABLE)
+	PDCHAOS_HOSTILE=full PDCHAOS_HOSTILE_TABLE=$(HOSTILE_TABLE) $(GO) test -count=1 -timeout 60m -run 'TestHostileTargets$$' ./cmd/pdchaos/; \
+		status=$$?; cat $(HOSTILE_TABLE); exit $$status
 
 test-short:
 	$(GO) test -short -count=1 ./...
