@@ -24,6 +24,12 @@ type Options struct {
 	Tick time.Duration
 	// HugeBytes is the length of a Huge body; zero means 1 GiB.
 	HugeBytes int64
+	// HealthOK spares the health endpoints (/readiness, /health,
+	// /health_generate, /liveness): they answer well while the rest
+	// misbehaves, as a broken deployment often still passes its health
+	// check. A Silent server then reads each request (to tell the paths
+	// apart) and answers none but health.
+	HealthOK bool
 }
 
 // Server is one hostile target on a free loopback port. Close it; it
@@ -66,7 +72,7 @@ func Start(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, ln: ln, done: make(chan struct{}), conns: map[net.Conn]struct{}{}, hits: map[string]int{}}
 	s.wg.Add(1)
-	if o.Behaviour == Silent {
+	if o.Behaviour == Silent && !o.HealthOK {
 		go s.acceptSilently()
 		return s, nil
 	}
@@ -92,6 +98,15 @@ func (s *Server) TargetArgs() []string {
 // is, with no /debug/rooms (the healthy control row uses them: the fake
 // has no rooms to show, and rooms-terminal would be inconclusive).
 func (s *Server) URLOnlyArgs() []string { return s.TargetArgs()[:6] }
+
+// Name is the behaviour, with "+health-ok" when the health endpoints are
+// spared.
+func (s *Server) Name() string {
+	if s.o.HealthOK {
+		return string(s.o.Behaviour) + "+health-ok"
+	}
+	return string(s.o.Behaviour)
+}
 
 // Behaviour is what the server does.
 func (s *Server) Behaviour() Behaviour { return s.o.Behaviour }
@@ -219,7 +234,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.wg.Done()
 	s.requests.Add(1)
+	if s.o.HealthOK && pathKind(r.URL.Path) == "health" {
+		s.good(w, r)
+		return
+	}
 	switch s.o.Behaviour {
+	case Silent:
+		select { // the request was read (to tell health from the rest); never answer it
+		case <-s.done:
+		case <-r.Context().Done(): // the client gave up
+		}
 	case Trickle:
 		s.trickle(w, r)
 	case Endless:

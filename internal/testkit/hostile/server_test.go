@@ -63,6 +63,20 @@ func TestBehaviours(t *testing.T) {
 			t.Fatalf("want a client timeout, got %v", err)
 		}
 	})
+	t.Run("silent+health-ok", func(t *testing.T) {
+		s := start(hostile.Options{Behaviour: hostile.Silent, HealthOK: true})
+		if st, body, err := get(t, s, "/readiness", 1<<10); st != 200 || err != nil || body != "ok\n" {
+			t.Fatalf("readiness: %d %v %q", st, err, body)
+		}
+		c := &http.Client{Timeout: 200 * time.Millisecond}
+		defer c.CloseIdleConnections()
+		if _, err := c.Get(s.URL() + "/metrics"); err == nil || !strings.Contains(err.Error(), "Timeout") {
+			t.Fatalf("metrics: want a client timeout, got %v", err)
+		}
+		if s.Name() != "silent+health-ok" {
+			t.Fatalf("name %q", s.Name())
+		}
+	})
 	t.Run("endless", func(t *testing.T) {
 		s := start(hostile.Options{Behaviour: hostile.Endless, Tick: time.Millisecond})
 		// 256 KiB read and the body still has not ended.
