@@ -236,11 +236,16 @@ func checkHostileCell(t *testing.T, c hostileCell) {
 	}
 }
 
-// hostileReason is the one line that says why: the CLI's "pdchaos: ..."
-// error line; else, for a run or soak, the verdict with the first check
+// hostileReason is the one line that says why: doctor's closing line; the
+// CLI's "pdchaos: ..." error line; else, for a run or soak, the verdict with the first check
 // that failed (or was inconclusive); else the last line.
 func hostileReason(out string) string {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for _, l := range lines { // doctor's closing line names its gravest problem
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "doctor: ") {
+			return l
+		}
+	}
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); strings.HasPrefix(l, "pdchaos: ") {
 			return strings.TrimPrefix(l, "pdchaos: ")

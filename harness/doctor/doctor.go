@@ -91,16 +91,28 @@ func (r Report) Problems() []string {
 	return out
 }
 
+// gravest is the first finding of the worst severity.
+func (r Report) gravest() string {
+	w := r.Worst()
+	for _, f := range r.Findings {
+		if f.Severity == w {
+			return f.Text
+		}
+	}
+	return ""
+}
+
 // Print writes one line per finding and a closing verdict.
 func (r Report) Print(w io.Writer) {
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "%-8s %s\n", f.Severity, f.Text)
 	}
+	// The closing line names the gravest problem, so it alone says why.
 	switch r.ExitCode() {
 	case ExitUnusable:
-		fmt.Fprintf(w, "doctor: target unusable (%d problem(s)); exit 3\n", len(r.Problems()))
+		fmt.Fprintf(w, "doctor: target unusable (%d problem(s), the gravest: %s); exit 3\n", len(r.Problems()), r.gravest())
 	case ExitReduced:
-		fmt.Fprintf(w, "doctor: usable with reduced checks (%d problem(s)); exit 2\n", len(r.Problems()))
+		fmt.Fprintf(w, "doctor: usable with reduced checks (%d problem(s), the gravest: %s); exit 2\n", len(r.Problems()), r.gravest())
 	default:
 		fmt.Fprintln(w, "doctor: every check and the listed fault layers apply; exit 0")
 	}
