@@ -79,7 +79,7 @@ func hostileCommands(dir, sc string, s *hostile.Server) map[string]struct {
 		bound time.Duration
 	}{
 		"run":    {append([]string{"run", sc, "--results", results}, targetArgs...), runBound},
-		"watch":  {[]string{"watch", "--metrics", s.URL() + "/metrics", "--for", "3s", "--window", "1s"}, 13 * time.Second},
+		"watch":  {[]string{"watch", "--metrics", s.URL() + "/metrics", "--for", "3s", "--window", "5s"}, 13 * time.Second},
 		"doctor": {append([]string{"doctor", "--timeout", "40s"}, targetArgs...), 45 * time.Second},
 		"soak":   {append([]string{"soak", "--duration", "2s", sc, "--results", results}, targetArgs...), 2*time.Second + runBound},
 	}
@@ -326,7 +326,7 @@ func TestWatchDoctorHostileInProcess(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			args := []string{"watch", "--metrics", s.URL() + "/metrics", "--for", "2s", "--window", "1s", "--interval", "100ms"}
+			args := []string{"watch", "--metrics", s.URL() + "/metrics", "--for", "2s", "--window", "5s", "--interval", "100ms"}
 			switch tc.cmd {
 			case "doctor":
 				args = append([]string{"doctor", "--timeout", "20s"}, s.TargetArgs()...)

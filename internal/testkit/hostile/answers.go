@@ -131,7 +131,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, limit int64) {
 			fl.Flush()
 		}
 		buf = buf[:0]
-		if limit >= 0 {
+		if limit >= 0 || s.o.Tick == 0 {
 			select {
 			case <-s.done:
 				return

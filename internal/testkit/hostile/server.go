@@ -20,7 +20,8 @@ type Options struct {
 	Behaviour Behaviour
 	// Tick is the pause between the bytes of a Trickle answer, between the
 	// chunks of an Endless one, and before a Reset answer is cut; zero
-	// means 20ms.
+	// means 20ms. Negative means none: an Endless body as fast as the
+	// client reads (a test of a size limit that must not wait on timers).
 	Tick time.Duration
 	// HugeBytes is the length of a Huge body; zero means 1 GiB.
 	HugeBytes int64
@@ -60,8 +61,11 @@ func Start(o Options) (*Server, error) {
 	if _, err := Parse(string(o.Behaviour)); err != nil {
 		return nil, fmt.Errorf("start hostile server: %w", err)
 	}
-	if o.Tick <= 0 {
+	switch {
+	case o.Tick == 0:
 		o.Tick = 20 * time.Millisecond
+	case o.Tick < 0:
+		o.Tick = 0
 	}
 	if o.HugeBytes <= 0 {
 		o.HugeBytes = 1 << 30
@@ -283,7 +287,7 @@ func (s *Server) trickle(w http.ResponseWriter, r *http.Request) {
 	defer s.forget(c)
 	raw := fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n",
 		a.status, http.StatusText(a.status), a.contentType, len(a.body)) + string(a.body)
-	tick := time.NewTicker(s.o.Tick)
+	tick := time.NewTicker(max(s.o.Tick, time.Nanosecond)) // a ticker needs a period above 0
 	defer tick.Stop()
 	for i := 0; i < len(raw); i++ {
 		if _, err := c.Write([]byte{raw[i]}); err != nil {
