@@ -244,7 +244,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch s.o.Behaviour {
 	case Silent:
-		select { // the request was read (to tell health from the rest); never answer it
+		// Read the whole request (so the server watches the connection and
+		// cancels r's context when the client leaves), and never answer.
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+		select {
 		case <-s.done:
 		case <-r.Context().Done(): // the client gave up
 		}

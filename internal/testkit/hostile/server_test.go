@@ -2,6 +2,7 @@ package hostile_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -70,9 +71,16 @@ func TestBehaviours(t *testing.T) {
 		}
 		c := &http.Client{Timeout: 200 * time.Millisecond}
 		defer c.CloseIdleConnections()
-		if _, err := c.Get(s.URL() + "/metrics"); err == nil || !strings.Contains(err.Error(), "Timeout") {
-			t.Fatalf("metrics: want a client timeout, got %v", err)
+		if _, err := c.Post(s.URL()+"/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true}`)); err == nil || !strings.Contains(err.Error(), "Timeout") {
+			t.Fatalf("chat: want a client timeout, got %v", err)
 		}
+		// The client gave up: the server notices and holds nothing open.
+		testkit.Eventually(t, 5*time.Second, func() error {
+			if n := s.OpenConns(); n != 0 {
+				return fmt.Errorf("%d connections open after the client left", n)
+			}
+			return nil
+		})
 		if s.Name() != "silent+health-ok" {
 			t.Fatalf("name %q", s.Name())
 		}
