@@ -85,6 +85,7 @@ const (
 	ProbeDecodeAbortAfterFinish
 	ProbeDecodeKVChanged
 	ProbeDecodeAckTimeoutFree
+	ProbeDecodeAbortResent
 	ProbeDecodePreallocSkipFlipped
 	ProbeDecodePreallocWaitPages
 	ProbeDecodeWaitingTimeout
@@ -98,6 +99,7 @@ const (
 	ProbeDecodeForeignWrite
 	ProbeDecodeChunkOverrun
 	ProbeDecodeChunkStaleAgent
+	ProbeDecodeChunkLostPeer
 	ProbeDecodeAuxInactive
 	ProbeDecodeMalformedNotice
 	ProbeDecodeAckFreesPages
@@ -108,6 +110,8 @@ const (
 	ProbeDecodeFailNoticeIgnored
 	ProbeDecodeStatusNotFailed
 	ProbeDecodePrefillLostRoom
+	ProbeDecodePrefillLostPrealloc
+	ProbeDecodeRetiredPeerFreesPages
 	ProbeDecodeFailedSticky
 	ProbeDecodeStatusUnexpected
 	ProbeDecodeHeartbeatMiss
@@ -316,7 +320,8 @@ func probeTable() []Probe {
 		pr(ProbeDecodeRanksDesynced, "decode/ranks-desynced", RankDesync, "ranks poll lists of different length: the all-reduce never completes"),
 		pp(ProbeDecodeAbortAfterFinish, "decode/abort-after-finish", "a queued abort whose request already finished or failed is dropped"),
 		pr(ProbeDecodeKVChanged, "decode/kv-changed", FreeBeforeAck, "a running request's KV pages were overwritten while it decoded"),
-		pp(ProbeDecodeAckTimeoutFree, "decode/ack-timeout-free", "an aborted room's pages are freed without prefill's ACK after the ACK timeout"),
+		pp(ProbeDecodeAckTimeoutFree, "decode/ack-timeout-free", "an aborted room's ABORT went unacknowledged through every resend: its pages are freed and the prefill's name retired"),
+		pp(ProbeDecodeAbortResent, "decode/abort-resent", "no ABORT_ACK within the ACK timeout: the ABORT is sent again to the ranks that did not acknowledge it"),
 		pr(ProbeDecodePreallocSkipFlipped, "decode/prealloc-skip-flipped", DecodeAbortLeak, "a flipped (aborted) request lingers in the prealloc queue"),
 		pp(ProbeDecodePreallocWaitPages, "decode/prealloc-wait-pages", "not enough free pages: a partial allocation is rolled back and the queue waits"),
 		pp(ProbeDecodeWaitingTimeout, "decode/waiting-timeout", "a room waiting for KV past the waiting timeout is aborted"),
@@ -330,6 +335,7 @@ func probeTable() []Probe {
 		pp(ProbeDecodeForeignWrite, "decode/foreign-write", "a stray chunk landed in pages another request owns (KV corruption)"),
 		pp(ProbeDecodeChunkOverrun, "decode/chunk-overruns-pages", "a chunk carries more tokens than its page list covers; the rest is not written"),
 		pp(ProbeDecodeChunkStaleAgent, "decode/chunk-stale-agent", "a chunk addressed to another agent (a predecessor's registration) is refused"),
+		pp(ProbeDecodeChunkLostPeer, "decode/chunk-lost-peer", "a KV write addressed to a name decode retired (a prefill declared lost, still writing) is refused before it lands"),
 		pp(ProbeDecodeAuxInactive, "decode/aux-inactive-room", "a completion notice for a room not in transfer is refused"),
 		pp(ProbeDecodeMalformedNotice, "decode/malformed-notice", "a prefill notice that does not parse is counted and dropped"),
 		pp(ProbeDecodeAckFreesPages, "decode/ack-frees-pages", "the last prefill rank's ABORT_ACK frees the aborted room's pages"),
@@ -339,7 +345,9 @@ func probeTable() []Probe {
 		pp(ProbeDecodeFailNoticeUnknownRoom, "decode/fail-notice-unknown-room", "a Failed status for a room decode no longer holds is ignored"),
 		pr(ProbeDecodeFailNoticeIgnored, "decode/fail-notice-ignored", DecodeAbortLeak, "prefill's Failed status is ignored"),
 		pp(ProbeDecodeStatusNotFailed, "decode/status-not-failed", "a status notice other than Failed is ignored"),
-		pp(ProbeDecodePrefillLostRoom, "decode/prefill-lost-room", "a room paired with a lost prefill fails at once"),
+		pp(ProbeDecodePrefillLostRoom, "decode/prefill-lost-room", "a room in transfer paired with a lost prefill (or one whose name decode retired) fails at once"),
+		pp(ProbeDecodePrefillLostPrealloc, "decode/prefill-lost-prealloc", "a room still waiting for pages, paired with a lost prefill, fails at once"),
+		pp(ProbeDecodeRetiredPeerFreesPages, "decode/retired-peer-frees-pages", "an aborted room's held pages are freed when its prefill's name is retired: no write of it can land"),
 		pp(ProbeDecodeFailedSticky, "decode/failed-sticky", "a write to a Failed room changes nothing: Failed is sticky until clear"),
 		pp(ProbeDecodeStatusUnexpected, "decode/status-unexpected", "a status branch the fixed decode never takes (tombstone, late worker write, absent room read as waiting, revive) ran on decode: only a regression gets here"),
 		pp(ProbeDecodeHeartbeatMiss, "decode/heartbeat-miss", "a prefill's /health did not answer 200 in time"),

@@ -37,7 +37,11 @@ type Decode struct {
 	hist    *core.History
 	streams map[string]*decodeStream
 	routes  map[string][]string // bootstrap addr -> control addr per rank
-	hello   map[string][][]byte // control addr -> registration frames
+	// hello says whose registration starts a new connection to a control
+	// address; the frames are built when it is dialled, so a redial after
+	// a peer was retired registers the name of the current epoch.
+	hello map[string]helloRef
+	beats core.Heartbeat // touched by heartbeatLoop only
 
 	wire    core.Dialect
 	wake    chan struct{}
@@ -55,6 +59,12 @@ type Decode struct {
 	tokens    atomic.Int64
 	ridSeq    atomic.Uint64
 	probes    *core.ProbeCounts
+}
+
+// helloRef names the prefill peer and rank a control address belongs to.
+type helloRef struct {
+	bootstrap string
+	rank      int
 }
 
 type decodeStream struct {
@@ -83,7 +93,7 @@ func startDecode(ctx context.Context, cfg contract.EngineConfig, addrs DecodeAdd
 		log = slog.New(slog.DiscardHandler)
 	}
 	d := &Decode{cfg: cfg, log: log.With("role", "decode"), links: links, hist: core.NewHistory(2000),
-		streams: map[string]*decodeStream{}, routes: map[string][]string{}, hello: map[string][][]byte{},
+		streams: map[string]*decodeStream{}, routes: map[string][]string{}, hello: map[string]helloRef{},
 		wake: make(chan struct{}, 1), probes: &core.ProbeCounts{}}
 	d.ctx, d.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	d.control = newPushPool(d.ctx, links, d.helloFor, d.probes, contract.SideDecode)
@@ -129,7 +139,7 @@ func startDecode(ctx context.Context, cfg contract.EngineConfig, addrs DecodeAdd
 		host, port, _ := net.SplitHostPort(pull.Addr())
 		pn, _ := strconv.Atoi(port)
 		unique := fmt.Sprintf("decode-%s-%d-%x", port, r, incarnation)
-		agents = append(agents, core.DecodeAgent{IP: host, NotifyPort: pn, Name: wire.AgentName(unique, ln.Addr().String())})
+		agents = append(agents, core.DecodeAgent{IP: host, NotifyPort: pn, Name: wire.AgentName(unique, ln.Addr().String()), KVAddr: ln.Addr().String()})
 	}
 	d.core = core.NewDecode(core.DecodeConfig{Ranks: cfg.TP, PageSize: cfg.PageSize, Pages: cfg.Pages,
 		WaitingTimeout: cfg.WaitingTimeout, AckTimeout: cfg.AckTimeout, Agents: agents, Regressions: reg, Wire: cfg.Wire, Probes: d.probes}, d.hist)
@@ -206,7 +216,11 @@ func (d *Decode) kick() {
 func (d *Decode) helloFor(addr string) [][]byte {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.hello[addr]
+	h, ok := d.hello[addr]
+	if !ok {
+		return nil
+	}
+	return d.core.Registration(h.rank, h.bootstrap)
 }
 
 func (d *Decode) schedulerLoop() {
@@ -332,8 +346,10 @@ func (d *Decode) serveKV(rank int, conn net.Conn) {
 		}
 		d.mu.Lock()
 		var active bool
-		if m.agent != d.core.Config().Agents[rank].Name {
-			d.core.RefuseChunk(time.Now(), rank, m.room, int(m.id), m.agent)
+		// The name is checked before anything is written, as NIXL refuses
+		// a write to a remote agent it dropped.
+		if !d.core.AdmitKV(time.Now(), rank, m.room, int(m.id), m.agent) {
+			active = false
 		} else if m.kind == kvChunk {
 			active = d.core.OnChunk(time.Now(), rank, m.room, int(m.id), m.last, m.pages, int(m.first), m.payload)
 		} else {
@@ -392,26 +408,25 @@ func (d *Decode) resolve(ctx context.Context, bootstrap string) error {
 		}
 		addrs = append(addrs, net.JoinHostPort(route.RankIP, strconv.Itoa(route.RankPort)))
 	}
-	cfg := d.core.Config()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for r, a := range addrs {
-		ag := cfg.Agents[r]
-		d.hello[a] = d.wire.Registration(core.Registration{DecodeIP: ag.IP, DecodePort: ag.NotifyPort, AgentName: ag.Name,
-			KVAddr: d.kvLns[r].Addr().String(), DecodeTP: cfg.Ranks, DecodeRank: r, DstNumSlots: 1024})
+		d.hello[a] = helloRef{bootstrap: bootstrap, rank: r}
 	}
 	d.routes[bootstrap] = addrs
 	return nil
 }
 
 // heartbeatLoop checks every prefill decode has talked to, as SGLang's
-// heartbeat thread does: after HeartbeatFailures misses in a row, the rooms
-// paired with that prefill fail at once.
+// heartbeat thread does: after core.HeartbeatFailures misses in a row, the
+// rooms paired with that prefill fail at once, decode's name towards it is
+// retired (its late writes are refused), its route is forgotten and its
+// control connections closed, so the next request resolves it afresh and
+// registers the new name even with a prefill that was only stopped.
 func (d *Decode) heartbeatLoop() {
 	defer d.wg.Done()
 	tick := time.NewTicker(d.cfg.HeartbeatInterval)
 	defer tick.Stop()
-	misses := map[string]int{}
 	for {
 		select {
 		case <-d.ctx.Done():
@@ -429,31 +444,38 @@ func (d *Decode) heartbeatLoop() {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b+contract.PathHealth, nil)
 			resp, err := d.client.Do(req)
 			cancel()
+			ok := false
 			if err == nil {
 				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					misses[b] = 0
-					continue
-				}
+				ok = resp.StatusCode == http.StatusOK
 			}
-			if d.ctx.Err() != nil {
+			if !ok && d.ctx.Err() != nil {
 				return
 			}
-			d.probes.Hit(contract.ProbeDecodeHeartbeatMiss)
-			misses[b]++
-			if misses[b] == heartbeatFailures {
-				d.probes.Hit(contract.ProbeDecodePrefillLost)
-				d.mu.Lock()
-				n := d.core.OnPrefillLost(time.Now(), b)
-				// Forget the route: a restarted prefill is resolved afresh.
-				delete(d.routes, b)
-				d.mu.Unlock()
-				d.log.Warn("lost connection with prefill", "bootstrap", b, "rooms_failed", n)
-				d.kick()
+			if !ok {
+				d.probes.Hit(contract.ProbeDecodeHeartbeatMiss)
 			}
+			if !d.beats.Observe(b, ok) {
+				continue
+			}
+			d.probes.Hit(contract.ProbeDecodePrefillLost)
+			d.mu.Lock()
+			n := d.core.OnPrefillLost(time.Now(), b)
+			// Forget the route: a restarted prefill is resolved afresh.
+			addrs := d.routes[b]
+			delete(d.routes, b)
+			d.mu.Unlock()
+			for _, a := range addrs {
+				d.control.reset(a)
+			}
+			d.log.Warn("lost connection with prefill", "bootstrap", b, "rooms_failed", n, "epoch", d.epoch(b))
+			d.kick()
 		}
 	}
 }
 
-// heartbeatFailures is SGLang's HEARTBEAT_MAX_FAILURE.
-const heartbeatFailures = 2
+func (d *Decode) epoch(bootstrap string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.core.Epoch(bootstrap)
+}

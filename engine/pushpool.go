@@ -45,6 +45,9 @@ func (p *pushPool) hit(onPrefill, onDecode contract.ProbeID) {
 type pushPeer struct {
 	addr string
 	q    chan [][]byte
+	// redial asks the sender to drop its connection before the next
+	// message (reset), so that message goes on a new one after hello.
+	redial atomic.Bool
 }
 
 const pushQueueLen = 8192
@@ -104,6 +107,18 @@ func (p *pushPool) retire(peer *pushPeer) bool {
 	return true
 }
 
+// reset closes the connection to addr, if one is open, before the next
+// message is sent: that message starts a new connection with a fresh
+// hello, as SGLang closes its PUSH sockets to a prefill it declared lost.
+// Messages already queued are kept.
+func (p *pushPool) reset(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if peer, ok := p.peers[addr]; ok {
+		peer.redial.Store(true)
+	}
+}
+
 // size is the number of peers with a running sender.
 func (p *pushPool) size() int {
 	p.mu.Lock()
@@ -136,11 +151,12 @@ func (p *pushPool) run(peer *pushPeer) {
 		case msg = <-peer.q:
 		}
 		idle.Reset(p.idle)
-		if conn != nil && p.links.generation() != gen {
+		if conn != nil && (p.links.generation() != gen || peer.redial.Load()) {
 			_ = conn.Close()
 			conn = nil
 		}
 		if conn == nil {
+			peer.redial.Store(false)
 			var err error
 			conn, gen, err = p.connect(peer.addr)
 			if err != nil {

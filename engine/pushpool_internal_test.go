@@ -16,7 +16,9 @@ import (
 func TestPushPoolBoundsPeers(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	p := newPushPool(ctx, newLinkTable(), nil, nil, contract.SideDecode)
-	p.idle = 50 * time.Millisecond
+	// Long enough that no sender retires while the loop below starts them
+	// all, on a loaded machine too (50ms was not: 192 of 256 once).
+	p.idle = 2 * time.Second
 	defer p.wait()
 	defer cancel()
 	addr := func(i int) string { return fmt.Sprintf("127.0.%d.%d:0", i/250, i%250+1) } // port 0: refused at once

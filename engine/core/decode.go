@@ -26,7 +26,12 @@ var (
 type DecodeAgent struct {
 	IP         string
 	NotifyPort int
-	Name       string
+	// Name is unique to the rank's process (NIXL) or its KV address
+	// (Mooncake); the names decode hands out per prefill peer and epoch
+	// are derived from it (Decode.AgentName).
+	Name string
+	// KVAddr is the rank's KV listener, which registrations announce.
+	KVAddr string
 }
 
 // DecodeConfig configures the decode side. Zero values get defaults.
@@ -117,7 +122,11 @@ type DecodeStepResult struct {
 type awaitingAck struct {
 	pages [][]uint32
 	acked []bool
-	since time.Time
+	since time.Time // the ABORT was (re)sent
+	// bootstrap is the prefill the ABORT went to; resends counts the
+	// times it was sent again for lack of an ACK (AbortResends).
+	bootstrap string
+	resends   int
 }
 
 type decodeRank struct {
@@ -142,6 +151,11 @@ type Decode struct {
 	hung     bool
 	wire     Dialect
 	probes   *ProbeCounts
+	// epochs is the epoch of decode's name towards each prefill
+	// (bootstrap address); names holds every name handed out, to tell a
+	// retired one from one decode never gave (decode_peers.go).
+	epochs map[string]int
+	names  map[string]agentName
 
 	// TransferFailed counts requests whose transfer failed or timed out.
 	TransferFailed int64
@@ -150,6 +164,10 @@ type Decode struct {
 	// ForeignWrites counts stray chunks that landed in pages another
 	// request owns: KV corruption as it happens.
 	ForeignWrites int64
+	// LostPeerWrites counts KV messages refused because they were
+	// addressed to a name decode retired: a prefill declared lost (or
+	// given up on) that was still writing. Each is also a stray chunk.
+	LostPeerWrites int64
 	// Malformed counts prefill notices dropped as malformed.
 	Malformed int64
 	// MalformedKV counts KV messages refused as malformed: a broken
@@ -164,7 +182,8 @@ func NewDecode(cfg DecodeConfig, hist *History) *Decode {
 	if cfg.Probes == nil {
 		cfg.Probes = &ProbeCounts{}
 	}
-	d := &Decode{cfg: cfg, byRid: map[string]*DecodeReq{}, byRoom: map[uint64]*DecodeReq{}, awaiting: map[uint64]*awaitingAck{}, hist: hist, wire: dialectOf(cfg.Wire), probes: cfg.Probes}
+	d := &Decode{cfg: cfg, byRid: map[string]*DecodeReq{}, byRoom: map[uint64]*DecodeReq{}, awaiting: map[uint64]*awaitingAck{}, hist: hist, wire: dialectOf(cfg.Wire), probes: cfg.Probes,
+		epochs: map[string]int{}, names: map[string]agentName{}}
 	per := model.KVBytesPerToken / cfg.Ranks
 	for r := range cfg.Ranks {
 		st := NewStatusTable("decode", r, cfg.Regressions, hist)

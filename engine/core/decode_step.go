@@ -87,13 +87,7 @@ func (d *Decode) Step(now time.Time) (DecodeStepResult, error) {
 	}
 	d.running = keep
 
-	for room, aw := range d.awaiting {
-		if now.Sub(aw.since) > d.cfg.AckTimeout {
-			d.probes.Hit(contract.ProbeDecodeAckTimeoutFree)
-			d.hist.Note(now, room, "decode", 0, "ack-timeout", "freeing pages without prefill's ACK")
-			d.freeAwaiting(room)
-		}
-	}
+	d.expireAcks(now)
 	return res, nil
 }
 
@@ -139,14 +133,14 @@ func (d *Decode) preallocate(now time.Time) {
 		}
 		for r, rk := range d.ranks {
 			a := d.cfg.Agents[r]
-			m := Metadata{Room: req.Room, DecodeIP: a.IP, DecodePort: a.NotifyPort, AgentName: a.Name,
+			m := Metadata{Room: req.Room, DecodeIP: a.IP, DecodePort: a.NotifyPort, AgentName: d.AgentName(r, req.Bootstrap),
 				Pages: req.pages[r], AuxIndex: 0, RequiredDst: 1}
 			d.out = append(d.out, DecodeOut{Bootstrap: req.Bootstrap, Rank: r, Frames: d.wire.Metadata(m)})
 			rk.prealloc = remove(rk.prealloc, req)
 			rk.transfer = append(rk.transfer, req)
 		}
 		req.MetaSent = now
-		d.hist.Note(now, req.Room, "decode", 0, "metadata-sent", fmt.Sprintf("%d pages per rank", n))
+		d.hist.Note(now, req.Room, "decode", 0, contract.RoomEventMetadataSent, fmt.Sprintf("%d pages per rank", n))
 	}
 }
 
@@ -160,7 +154,7 @@ func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
 		if s != Success && s != Failed && d.backstops() && now.Sub(req.MetaSent) > d.cfg.WaitingTimeout {
 			d.probes.Hit(contract.ProbeDecodeWaitingTimeout)
 			d.TransferFailed++
-			d.applyAbort(now, req, ErrWaitingTimout, "waiting timeout")
+			d.applyAbort(now, req, ErrWaitingTimout, contract.LookupBackstop(contract.BackstopWaiting).Detail)
 			fin = append(fin, DecodeFinish{req.Rid, req.Room, ErrWaitingTimout})
 			continue
 		}
@@ -211,7 +205,7 @@ func (d *Decode) applyAbort(now time.Time, req *DecodeReq, cause error, why stri
 	}
 	if st == stageTransfer && !d.cfg.Regressions.On(contract.FreeBeforeAck) {
 		d.probes.Hit(contract.ProbeDecodeAbortInTransfer)
-		d.awaiting[req.Room] = &awaitingAck{pages: req.pages, acked: make([]bool, len(d.ranks)), since: now}
+		d.awaiting[req.Room] = &awaitingAck{pages: req.pages, acked: make([]bool, len(d.ranks)), since: now, bootstrap: req.Bootstrap}
 		req.pages = make([][]uint32, len(d.ranks))
 	}
 	d.release(now, req, Failed, why+": "+cause.Error())
@@ -410,18 +404,12 @@ func (d *Decode) Ranks() int { return len(d.ranks) }
 
 // OnPrefillLost is the heartbeat's verdict that the prefill behind
 // bootstrap is gone: every room paired with it that has not finished its
-// transfer fails now instead of waiting for the waiting timeout.
+// transfer fails now instead of waiting for the waiting timeout, and
+// decode's name towards it is retired, so the writes a prefill that was
+// only stopped still has in flight are refused when it continues (their
+// pages are freed at once and reused). The runtime forgets the route; the
+// next resolve registers the new name.
 func (d *Decode) OnPrefillLost(now time.Time, bootstrap string) int {
-	n := 0
-	for _, req := range d.byRoom {
-		if req.Bootstrap != bootstrap || req.stage() == stageRunning || req.flipped {
-			continue
-		}
-		d.probes.Hit(contract.ProbeDecodePrefillLostRoom)
-		for _, rk := range d.ranks {
-			rk.status.Update(now, req.Room, Failed, WriterReceiver, "lost connection with prefill "+bootstrap)
-		}
-		n++
-	}
-	return n
+	d.retirePeer(now, bootstrap)
+	return d.failPeerRooms(now, bootstrap, "lost connection with prefill "+bootstrap, true)
 }

@@ -76,15 +76,13 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	var agents []DecodeAgent
 	for i := range o.ranks {
 		kv := fmt.Sprintf("10.0.0.2:%d", 9200+i)
-		agents = append(agents, DecodeAgent{IP: "10.0.0.2", NotifyPort: 9100 + i, Name: wire.AgentName(fmt.Sprintf("decode-agent-%d", i), kv)})
+		agents = append(agents, DecodeAgent{IP: "10.0.0.2", NotifyPort: 9100 + i, Name: wire.AgentName(fmt.Sprintf("decode-agent-%d", i), kv), KVAddr: kv})
 	}
 	r.d = NewDecode(DecodeConfig{Ranks: o.ranks, PageSize: 16, Pages: o.decodePages, WaitingTimeout: testTimeout,
 		AckTimeout: testAckWait, Agents: agents, Regressions: o.reg, Wire: o.wire}, r.dh)
 	// Registration is the runtime's job, once per connection: deliver it first.
-	for i, a := range agents {
-		reg := Registration{DecodeIP: a.IP, DecodePort: a.NotifyPort, AgentName: a.Name,
-			KVAddr: fmt.Sprintf("10.0.0.2:%d", 9200+i), DecodeTP: o.ranks, DecodeRank: i, DstNumSlots: 64}
-		if err := r.p.OnControl(r.now, i, wire.Registration(reg)); err != nil {
+	for i := range agents {
+		if err := r.p.OnControl(r.now, i, r.d.Registration(i, testBootstrap)); err != nil {
 			t.Fatalf("registration rank %d: %v", i, err)
 		}
 	}
@@ -223,9 +221,13 @@ func (r *rig) send(rank, w int) bool {
 	return ok
 }
 
-// land is the chunk's bytes arriving on decode, then (for a rank's last
+// land is the chunk's bytes arriving on decode (if its agent name is one
+// decode admits), then (for a rank's last
 // chunk that decode accepted) the aux completion.
 func (r *rig) land(c *Chunk) bool {
+	if !r.d.AdmitKV(r.now, c.Rank, c.Room, c.ID, c.Agent) {
+		return false
+	}
 	ok := r.d.OnChunk(r.now, c.Rank, c.Room, c.ID, c.Last, c.Pages, c.First, c.Payload)
 	if ok && c.Last {
 		r.d.OnAux(r.now, c.Rank, c.Room)

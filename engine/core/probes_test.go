@@ -71,8 +71,9 @@ func abortWhileRunning(r *rig) {
 	r.finish()
 }
 
-// ackTimeout loses prefill's ACKs: decode frees on its timeout, then the
-// late ACK arrives.
+// ackTimeout loses prefill's ACKs: decode resends its ABORT AbortResends
+// times (the resends are lost too), frees on the last timeout and retires
+// prefill's name, then the late ACK arrives.
 func ackTimeout(r *rig) {
 	r.add("t", 63, prompt(63, 80), 4)
 	r.stepD()
@@ -83,8 +84,11 @@ func ackTimeout(r *rig) {
 	r.deliverControl()
 	late := r.notices
 	r.notices = nil
-	r.advance(testAckWait + 1)
-	r.stepD()
+	for range AbortResends + 1 {
+		r.advance(testAckWait + 1)
+		r.stepD()
+		r.dropAborts()
+	}
 	r.notices = late
 	r.deliverNotices()
 	r.finish()
@@ -143,7 +147,7 @@ func directNotices(r *rig) {
 func duplicates(r *rig) {
 	wire := dialectOf("")
 	a := r.d.cfg.Agents[0]
-	regn := Registration{DecodeIP: a.IP, DecodePort: a.NotifyPort, AgentName: a.Name, KVAddr: "10.0.0.2:9200", DecodeTP: 1, DstNumSlots: 64}
+	regn := Registration{DecodeIP: a.IP, DecodePort: a.NotifyPort, AgentName: r.d.AgentName(0, testBootstrap), KVAddr: "10.0.0.2:9200", DecodeTP: 1, DstNumSlots: 64}
 	r.p.OnControl(r.now, 0, wire.Registration(regn)) // same agent again
 	regn.AgentName = "decode-agent-0-restarted"
 	r.p.OnControl(r.now, 0, wire.Registration(regn)) // same socket, new agent
@@ -177,7 +181,7 @@ func orphanMetadata(r *rig) {
 	r.stepP()
 	wire := dialectOf("")
 	r.ctl = append(r.ctl, DecodeOut{Bootstrap: testBootstrap, Frames: wire.Abort(Abort{Room: 70, DecodeIP: "10.0.0.2", DecodePort: 9100})},
-		DecodeOut{Bootstrap: testBootstrap, Frames: wire.Metadata(Metadata{Room: 70, DecodeIP: "10.0.0.2", DecodePort: 9100, AgentName: r.d.cfg.Agents[0].Name, Pages: []uint32{1}})})
+		DecodeOut{Bootstrap: testBootstrap, Frames: wire.Metadata(Metadata{Room: 70, DecodeIP: "10.0.0.2", DecodePort: 9100, AgentName: r.d.AgentName(0, testBootstrap), Pages: []uint32{1}})})
 	r.deliverControl()
 	r.advance(4*testTimeout + 1)
 	r.stepP()
@@ -268,7 +272,9 @@ func probeCases() []probeCase {
 			[]string{"prefill/local-abort", "prefill/fail-notice-deferred", "prefill/fail-notice-after-drain", "prefill/worker-skip-dead-chunk", "prefill/worker-send-aborted", "decode/fail-notice"}},
 		{"abort-after-success", rigOpts{}, abortAfterTransfer, []string{"prefill/abort-after-success"}},
 		{"abort-while-running", rigOpts{}, abortWhileRunning, []string{"decode/abort-while-running", "decode/abort-after-finish"}},
-		{"ack-timeout", rigOpts{}, ackTimeout, []string{"decode/ack-timeout-free", "decode/ack-unknown-room"}},
+		{"ack-timeout", rigOpts{}, ackTimeout, []string{"decode/abort-resent", "decode/ack-timeout-free", "decode/ack-unknown-room"}},
+		{"lost-peer-write", rigOpts{}, scriptLostPeerWrite, []string{"decode/chunk-lost-peer", "decode/prefill-lost-room", "decode/transfer-failed"}},
+		{"lost-while-awaiting-ack", rigOpts{}, scriptLostWhileAwaitingAck, []string{"decode/retired-peer-frees-pages"}},
 		{"malformed", rigOpts{}, malformed, []string{"prefill/malformed-control", "prefill/metadata-unknown-agent", "decode/malformed-notice"}},
 		{"bootstrap-timeout", rigOpts{}, bootstrapTimeout, []string{"prefill/bootstrap-timeout", "prefill/bootstrap-failed", "decode/waiting-timeout"}},
 		{"inflight-timeout", rigOpts{}, inflightTimeout, []string{"prefill/inflight-timeout", "prefill/transfer-failed", "prefill/fail-notice-sent", "decode/fail-notice", "decode/transfer-failed"}},
@@ -395,5 +401,44 @@ func TestProbeCountsPerInstance(t *testing.T) {
 	}
 	if got := shared.Side(contract.SidePrefill); len(got) != len(contract.ProbesOf(contract.SidePrefill)) {
 		t.Errorf("Side lists %d probes, want every prefill probe", len(got))
+	}
+}
+
+// TestBackstopsWriteTheirEvents: every case that fires a backstop (its
+// probe moves) leaves the room event contract.Backstops gives it, in
+// prefill's or decode's history, on a room the engine held; and a case that
+// fires none leaves no such event. timeouts-explained finds fired
+// backstops by these events alone.
+func TestBackstopsWriteTheirEvents(t *testing.T) {
+	t.Parallel()
+	fired := map[string]bool{}
+	for _, tc := range probeCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, tc.opts)
+			tc.script(r)
+			got := r.hits()
+			var evs []contract.Event
+			for _, h := range []*History{r.ph, r.dh} {
+				held, cleared := h.Snapshot()
+				for _, rec := range append(held, cleared...) {
+					evs = append(evs, rec.Events...)
+				}
+			}
+			for _, b := range contract.Backstops() {
+				hit := got[b.Probe.String()] > 0
+				wrote := slices.ContainsFunc(evs, b.FiredBy)
+				if hit != wrote {
+					t.Errorf("backstop %s: probe hit %v, event written %v (%s %q)", b.Name, hit, wrote, b.Kind, b.Detail)
+				}
+				if hit {
+					fired[b.Name] = true
+				}
+			}
+		})
+	}
+	for _, b := range contract.Backstops() {
+		if !fired[b.Name] {
+			t.Errorf("no scripted case fires backstop %s", b.Name)
+		}
 	}
 }

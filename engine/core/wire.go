@@ -27,6 +27,9 @@ type dialectTable struct {
 	// agentName is the key decode registers under: unique is a name
 	// unique to the decode rank's process, kvAddr its KV listener.
 	agentName func(unique, kvAddr string) string
+	// epochNames: the agent name can carry decode's epoch towards a
+	// prefill peer (NIXL's is free-form; Mooncake's is the KV address).
+	epochNames bool
 	// unexpectedAbort is why a bootstrap loop that does not know ABORT
 	// dies on one (bootstrap-thread-death).
 	unexpectedAbort string
@@ -126,6 +129,7 @@ func nixlTable() dialectTable {
 		control:         nixlControl,
 		notice:          nixlNotice,
 		agentName:       func(unique, _ string) string { return unique },
+		epochNames:      true,
 		unexpectedAbort: "assert frame 0 == " + Guard + " failed",
 	}
 }

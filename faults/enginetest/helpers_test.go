@@ -9,6 +9,7 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/core"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/internal/testkit"
 )
@@ -18,6 +19,14 @@ import (
 func shortDeadlines(cfg contract.EngineConfig) contract.EngineConfig {
 	cfg.BootstrapTimeout, cfg.InflightTimeout, cfg.WaitingTimeout, cfg.AckTimeout = time.Second, time.Second, time.Second, time.Second
 	return cfg
+}
+
+// drainAllAbortsLost is how long the engine may take to drain when every
+// ABORT is lost: decode resends each one core.AbortResends times, an ACK
+// timeout apart, before it frees the room's pages, and the rooms' own
+// deadlines run too; the rest is slack for a loaded machine.
+func drainAllAbortsLost(cfg contract.EngineConfig) time.Duration {
+	return time.Duration(core.AbortResends+1)*cfg.AckTimeout + cfg.WaitingTimeout + cfg.InflightTimeout + 5*time.Second
 }
 
 func eventIndex(rec contract.RoomRecord, kinds ...string) int {

@@ -169,7 +169,8 @@ func TestProtocolDropAbort(t *testing.T) {
 }
 
 func testDropAbort(t *testing.T, w contract.Wire) {
-	c := testcluster.Start(t, shortDeadlines(contract.EngineConfig{Wire: w, PrefillTokensPerSec: 200}))
+	cfg := shortDeadlines(contract.EngineConfig{Wire: w, PrefillTokensPerSec: 200})
+	c := testcluster.Start(t, cfg)
 	f := &protocol.Drop{Link: "control/0", Kinds: []protocol.Kind{protocol.KindAbort}}
 	heal := inject(t, c, f)
 
@@ -195,7 +196,9 @@ func testDropAbort(t *testing.T, w contract.Wire) {
 		}
 		return nil
 	})
-	testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
+	// Every ABORT and each of its resends is dropped: the pages are freed
+	// only after the last resend's ACK timeout.
+	testkit.Eventually(t, drainAllAbortsLost(cfg), func() error { return testkit.Drained(t.Context(), c) })
 	rec, _, err := testkit.RoomOn(t.Context(), c.EngineURLs()[0], room)
 	if err != nil {
 		t.Fatal(err)
@@ -261,6 +264,16 @@ func TestProtocolNotifyLink(t *testing.T) {
 			return testkit.Chat(ctx, c.Endpoint(), prompt("notify"), 50)
 		})
 		room := heldRoom(t, c)
+		// Cancel only once decode has sent the room's metadata: a request
+		// cancelled in decode's prealloc queue sends no ABORT, so prefill
+		// has no ACK to send (seen under load: the proxy had conns:0).
+		testkit.Eventually(t, 10*time.Second, func() error {
+			rec, held, err := testkit.RoomOn(t.Context(), c.EngineURLs()[1], room)
+			if err != nil || !held || eventIndex(rec, "metadata-sent") < 0 {
+				return fmt.Errorf("decode has not sent room %d's metadata yet (held %v, %v)", room, held, err)
+			}
+			return nil
+		})
 		cancel()
 		testkit.Recv(t, res, 10*time.Second)
 		testkit.Eventually(t, 10*time.Second, func() error {

@@ -22,5 +22,7 @@ func Presets() map[string]PresetLabels {
 		"decode-restart":           {[]string{"decode", "procs"}, true},
 		"tp2-abort-storm":          {[]string{"tp"}, false},
 		"stale-kv-writes":          {[]string{"kv-pool", "transfer"}, false},
+		"prefill-lost":             {[]string{"prefill", "decode", "procs"}, false},
+		"prefill-restart":          {[]string{"prefill", "decode", "procs"}, true},
 	}
 }
