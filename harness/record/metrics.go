@@ -2,7 +2,6 @@ package record
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -197,7 +196,8 @@ func fetchRooms(ctx context.Context, c *http.Client, base string) (contract.Room
 	if resp.StatusCode != http.StatusOK {
 		return rr, fmt.Errorf("rooms %s: status %d", base, resp.StatusCode)
 	}
-	if err := json.NewDecoder(capped(resp.Body, MaxRoomsBytes, "/debug/rooms answer")).Decode(&rr); err != nil {
+	rr, err = decodeRooms(capped(resp.Body, MaxRoomsBytes, "/debug/rooms answer"))
+	if err != nil {
 		return rr, fmt.Errorf("rooms %s: decode: %w", base, err)
 	}
 	return rr, nil

@@ -1,7 +1,9 @@
 package record
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strings"
@@ -115,4 +117,85 @@ func fullLabels(m *dto.Metric) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ",")
+}
+
+// MaxRooms bounds the rooms (held and cleared together) one /debug/rooms
+// answer may list. The bundled engine keeps 2000 cleared rooms and holds
+// at most its concurrency; a byte limit alone would let 64 MiB of tiny
+// records become over a million decoded rooms, hundreds of MiB, each round.
+const MaxRooms = 20000
+
+// decodeRooms reads a /debug/rooms answer room by room, so that an answer
+// over MaxRooms is refused as it is read rather than after it is held.
+func decodeRooms(r io.Reader) (contract.RoomsResponse, error) {
+	var rr contract.RoomsResponse
+	dec := json.NewDecoder(r)
+	if err := delim(dec, '{'); err != nil {
+		return rr, err
+	}
+	n := 0
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return rr, err
+		}
+		key, _ := t.(string)
+		var list *[]contract.RoomRecord
+		switch key {
+		case "held":
+			list = &rr.Held
+		case "cleared":
+			list = &rr.Cleared
+		case "role":
+			if err := dec.Decode(&rr.Role); err != nil {
+				return rr, err
+			}
+			continue
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return rr, err
+			}
+			continue
+		}
+		if !dec.More() { // malformed: a key with no value
+			return rr, fmt.Errorf("key %q without a value", key)
+		}
+		t, err = dec.Token()
+		if err != nil {
+			return rr, err
+		}
+		if t == nil {
+			continue // null: no rooms
+		}
+		if d, ok := t.(json.Delim); !ok || d != '[' {
+			return rr, fmt.Errorf("%s: want an array, got %v", key, t)
+		}
+		for dec.More() {
+			if n++; n > MaxRooms {
+				return rr, fmt.Errorf("%w: more than %d rooms", ErrTooLarge, MaxRooms)
+			}
+			var rec contract.RoomRecord
+			if err := dec.Decode(&rec); err != nil {
+				return rr, err
+			}
+			*list = append(*list, rec)
+		}
+		if err := delim(dec, ']'); err != nil {
+			return rr, err
+		}
+	}
+	return rr, delim(dec, '}')
+}
+
+// delim reads the next token and wants it to be d.
+func delim(dec *json.Decoder, d json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if got, ok := t.(json.Delim); !ok || got != d {
+		return fmt.Errorf("want %q, got %v", d, t)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -64,5 +65,31 @@ func TestFetchProbesBounded(t *testing.T) {
 		if !strings.Contains(cp.Err, "answer over its size limit") {
 			t.Fatalf("%s: want the size limit, got %+v", b, cp)
 		}
+	}
+}
+
+// TestDecodeRooms: an answer of more than MaxRooms tiny rooms is refused
+// as it is read (a 1 GiB rooms array of them held ~600 MiB in the matrix);
+// a well-formed answer, null lists and unknown keys decode as before.
+func TestDecodeRooms(t *testing.T) {
+	t.Parallel()
+	rr, err := decodeRooms(strings.NewReader(`{"role":"decode","extra":{"a":[1]},"held":[{"room":7,"state":"Transferring"}],"cleared":null}`))
+	if err != nil || rr.Role != "decode" || len(rr.Held) != 1 || rr.Held[0].Room != 7 || rr.Held[0].State != "Transferring" || rr.Cleared != nil {
+		t.Fatalf("%+v %v", rr, err)
+	}
+	for _, bad := range []string{`[]`, `{"held":{}}`, `{"held":[1]}`, `{"held":[`} {
+		if _, err := decodeRooms(strings.NewReader(bad)); err == nil {
+			t.Errorf("%s: decoded", bad)
+		}
+	}
+	s, err := hostile.Start(hostile.Options{Behaviour: hostile.Huge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	c := &http.Client{Timeout: 2 * time.Minute}
+	defer c.CloseIdleConnections()
+	if _, err := fetchRooms(t.Context(), c, s.URL()); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "more than 20000 rooms") {
+		t.Fatalf("want the room limit, got %v", err)
 	}
 }
