@@ -109,7 +109,11 @@ func ReadReport(path string) (Report, error) {
 // Markdown renders the report as one table per group.
 func (r Report) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# pdchaos bench\n\npdchaos %s, %s, %d CPUs, load %.1f at start, %s, took %s\n", r.Versions["revision"],
+	rev := r.Versions["revision"]
+	if rev == "" {
+		rev = "(revision unknown)"
+	}
+	fmt.Fprintf(&b, "# pdchaos bench\n\npdchaos %s, %s, %d CPUs, load %.1f at start, %s, took %s\n", rev,
 		r.Started.UTC().Format(time.RFC3339), r.Host.CPUs, r.Host.Load1, r.Host.GoVersion, r.Duration.Round(time.Second))
 	groups := map[string][]Figure{}
 	var order []string

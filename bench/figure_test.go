@@ -165,3 +165,28 @@ func TestDetectionOf(t *testing.T) {
 		t.Errorf("median of nothing %v %d, want -1 0", v, n)
 	}
 }
+
+// With between-run readings a soak is judged on them alone: a run that
+// lasts longer than any floor window cannot pass for growth.
+func TestMemoryBetweenRuns(t *testing.T) {
+	t.Parallel()
+	var ss []Sample
+	for i := range 181 {
+		ss = append(ss, Sample{At: time.Duration(i) * 10 * time.Second, Goroutines: 300, RSS: 400 << 20}) // mid-run readings
+		if i%4 == 3 {
+			ss = append(ss, Sample{At: time.Duration(i)*10*time.Second + time.Second, Goroutines: 7, RSS: 50 << 20,
+				Mark: MarkBetweenRuns, Run: i / 4})
+		}
+	}
+	o := MemoryOptions{Duration: 30 * time.Minute}.withDefaults()
+	got := map[string]float64{}
+	for _, f := range memoryFigures("soak", ss, o) {
+		got[f.Name] = f.Value
+	}
+	for name, want := range map[string]float64{"memory/soak/goroutines@10m": 7, "memory/soak/goroutines@30m": 7,
+		"memory/soak/rss@30m": 50, "memory/soak/goroutines-growth": 0, "memory/soak/goroutines-per-run": 0} {
+		if v, ok := got[name]; !ok || math.Abs(v-want) > 1e-9 {
+			t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
+		}
+	}
+}

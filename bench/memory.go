@@ -122,6 +122,15 @@ func Memory(ctx context.Context, o MemoryOptions) ([]Figure, error) {
 // the window before a point): a soak's in-process engine comes and goes
 // with every run, and the floor between runs is what must stay flat.
 func memoryFigures(name string, ss []Sample, o MemoryOptions) []Figure {
+	var marked []Sample
+	for _, s := range ss {
+		if s.Mark == MarkBetweenRuns {
+			marked = append(marked, s)
+		}
+	}
+	if len(marked) >= 3 {
+		return betweenRunFigures(name, marked, o)
+	}
 	var out []Figure
 	window := min(time.Minute, o.Duration/3)
 	var points []time.Duration
@@ -130,14 +139,7 @@ func memoryFigures(name string, ss []Sample, o MemoryOptions) []Figure {
 			points = append(points, p)
 		}
 	}
-	for _, m := range []struct {
-		what, unit string
-		f          func(Sample) float64
-	}{
-		{"rss", "MiB", func(s Sample) float64 { return float64(s.RSS) / (1 << 20) }},
-		{"goroutines", "", func(s Sample) float64 { return float64(s.Goroutines) }},
-		{"open-files", "", func(s Sample) float64 { return float64(s.OpenFiles) }},
-	} {
+	for _, m := range resources() {
 		for _, p := range points {
 			v, n := floor(ss, p-window, p, m.f)
 			out = append(out, Figure{Group: "memory", Name: fmt.Sprintf("memory/%s/%s@%s", name, m.what, short(p)), Value: v,
@@ -146,6 +148,57 @@ func memoryFigures(name string, ss []Sample, o MemoryOptions) []Figure {
 		sl, n := slope(floorSeries(ss, o.WarmUp, window, m.f))
 		out = append(out, Figure{Group: "memory", Name: fmt.Sprintf("memory/%s/%s-growth", name, m.what), Value: sl,
 			Unit: strings.TrimSpace(m.unit + "/min"), Better: Lower, Note: fmt.Sprintf("least squares over %d floors of %s after %s", n, window, o.WarmUp)})
+	}
+	return out
+}
+
+type resource struct {
+	what, unit string
+	f          func(Sample) float64
+}
+
+// resources are the readings every memory figure is made of.
+func resources() []resource {
+	return []resource{
+		{"rss", "MiB", func(s Sample) float64 { return float64(s.RSS) / (1 << 20) }},
+		{"goroutines", "", func(s Sample) float64 { return float64(s.Goroutines) }},
+		{"open-files", "", func(s Sample) float64 { return float64(s.OpenFiles) }},
+	}
+}
+
+// betweenRunFigures judges a soak by its readings between runs (taken
+// after each run closed its target): the reading after the warm-up, a
+// third of the way and at the end, and the growth per minute and per run
+// after the warm-up, which must be flat.
+func betweenRunFigures(name string, marked []Sample, o MemoryOptions) []Figure {
+	var out []Figure
+	var points []time.Duration
+	for _, p := range []time.Duration{o.WarmUp, o.Duration / 3, o.Duration} {
+		if len(points) == 0 || p > points[len(points)-1] {
+			points = append(points, p)
+		}
+	}
+	for _, m := range resources() {
+		for _, p := range points {
+			s := at(marked, p)
+			out = append(out, Figure{Group: "memory", Name: fmt.Sprintf("memory/%s/%s@%s", name, m.what, short(p)), Value: m.f(s),
+				Unit: m.unit, Better: Lower, Note: fmt.Sprintf("after run %d, at %s", s.Run, s.At.Round(time.Second))})
+		}
+		var xs, ys []float64
+		var pts []point
+		for _, s := range marked {
+			if s.At >= o.WarmUp {
+				xs, ys = append(xs, float64(s.Run)), append(ys, m.f(s))
+				pts = append(pts, point{s.At, m.f(s)})
+			}
+		}
+		perMin, n := slope(pts)
+		perRun, _ := fit(xs, ys)
+		out = append(out,
+			Figure{Group: "memory", Name: fmt.Sprintf("memory/%s/%s-growth", name, m.what), Value: perMin,
+				Unit: strings.TrimSpace(m.unit + "/min"), Better: Lower, Note: fmt.Sprintf("least squares over %d between-run readings after %s", n, o.WarmUp)},
+			Figure{Group: "memory", Name: fmt.Sprintf("memory/%s/%s-per-run", name, m.what), Value: perRun,
+				Unit: strings.TrimSpace(m.unit + "/run"), Better: Lower, Note: fmt.Sprintf("least squares over runs %d..%d", marked[0].Run, marked[len(marked)-1].Run)})
 	}
 	return out
 }

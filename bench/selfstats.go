@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,28 +21,65 @@ type Sample struct {
 	Goroutines int           `json:"goroutines"`
 	OpenFiles  int           `json:"open_files"`
 	HeapInUse  uint64        `json:"heap_inuse_bytes"`
+	// Mark names a reading taken at a moment the command chose rather than
+	// by the clock: MarkBetweenRuns after a soak's run has closed its
+	// target, when nothing of that run should be left. Run is its number.
+	Mark string `json:"mark,omitempty"`
+	Run  int    `json:"run,omitempty"`
 }
 
-// SampleSelf writes one JSON Sample line to w now and every `every` until
-// ctx ends (then once more), so a stats file always has its last reading.
-func SampleSelf(ctx context.Context, w io.Writer, every time.Duration) error {
+// MarkBetweenRuns marks a soak's reading after one run ended and before
+// the next starts.
+const MarkBetweenRuns = "between-runs"
+
+// Sampler writes Samples of this process as JSON lines, from a clock and
+// on demand, one line at a time.
+type Sampler struct {
+	mu    sync.Mutex
+	enc   *json.Encoder
+	start time.Time
+}
+
+// NewSampler samples into w; offsets count from now.
+func NewSampler(w io.Writer) *Sampler {
+	return &Sampler{enc: json.NewEncoder(w), start: time.Now()}
+}
+
+// Sample writes one reading now, marked (mark may be empty).
+func (s *Sampler) Sample(mark string, run int) error {
+	r := readSelf(time.Since(s.start))
+	r.Mark, r.Run = mark, run
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enc.Encode(r); err != nil {
+		return fmt.Errorf("write self stats: %w", err)
+	}
+	return nil
+}
+
+// Run writes a reading now and every `every` until ctx ends, then once
+// more, so a stats file always has its last reading.
+func (s *Sampler) Run(ctx context.Context, every time.Duration) error {
 	if every <= 0 {
 		every = 10 * time.Second
 	}
-	start := time.Now()
-	enc := json.NewEncoder(w)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if err := enc.Encode(readSelf(time.Since(start))); err != nil {
-			return fmt.Errorf("write self stats: %w", err)
+		if err := s.Sample("", 0); err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return enc.Encode(readSelf(time.Since(start)))
+			return s.Sample("", 0)
 		case <-t.C:
 		}
 	}
+}
+
+// SampleSelf is NewSampler(w).Run(ctx, every).
+func SampleSelf(ctx context.Context, w io.Writer, every time.Duration) error {
+	return NewSampler(w).Run(ctx, every)
 }
 
 func readSelf(at time.Duration) Sample {
@@ -113,14 +151,23 @@ func series(ss []Sample, from time.Duration, f func(Sample) float64) []point {
 // slope is the least-squares growth per minute of pts, and how many points
 // it rests on (no slope under three).
 func slope(pts []point) (float64, int) {
+	xs, ys := make([]float64, len(pts)), make([]float64, len(pts))
+	for i, p := range pts {
+		xs[i], ys[i] = p.At.Minutes(), p.V
+	}
+	return fit(xs, ys)
+}
+
+// fit is the least-squares slope of ys over xs (0 under three points).
+func fit(xs, ys []float64) (float64, int) {
 	var n, sx, sy, sxx, sxy float64
-	for _, p := range pts {
-		x := p.At.Minutes()
+	for i := range xs {
+		x, y := xs[i], ys[i]
 		n++
 		sx += x
-		sy += p.V
+		sy += y
 		sxx += x * x
-		sxy += x * p.V
+		sxy += x * y
 	}
 	if n < 3 || n*sxx-sx*sx == 0 {
 		return 0, int(n)

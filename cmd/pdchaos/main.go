@@ -74,6 +74,6 @@ func newRoot(stats *selfStats) *cobra.Command {
 	}
 	stats.register(root)
 	root.AddCommand(newEngineCmd(), newBenchCmd())
-	addCommands(root)
+	addCommands(root, stats)
 	return root
 }

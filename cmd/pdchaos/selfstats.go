@@ -15,11 +15,12 @@ import (
 // file while any command runs (--self-stats), so a long soak or watch can
 // be shown not to grow (`pdchaos bench --parts memory` reads it).
 type selfStats struct {
-	path  string
-	every time.Duration
-	stop  context.CancelFunc
-	done  chan error
-	f     *os.File
+	path    string
+	every   time.Duration
+	stop    context.CancelFunc
+	done    chan error
+	f       *os.File
+	sampler *bench.Sampler
 }
 
 func (s *selfStats) register(root *cobra.Command) {
@@ -40,9 +41,18 @@ func (s *selfStats) start(ctx context.Context) error {
 		return fmt.Errorf("--self-stats: %w", err)
 	}
 	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
-	s.f, s.done = f, make(chan error, 1)
-	go func() { s.done <- bench.SampleSelf(ctx, f, s.every) }()
+	s.f, s.done, s.sampler = f, make(chan error, 1), bench.NewSampler(f)
+	go func() { s.done <- s.sampler.Run(ctx, s.every) }()
 	return nil
+}
+
+// betweenRuns takes a marked reading after a soak's run number run ended
+// (its target closed); nothing when --self-stats is off.
+func (s *selfStats) betweenRuns(run int) {
+	if s == nil || s.sampler == nil {
+		return
+	}
+	_ = s.sampler.Sample(bench.MarkBetweenRuns, run) // a failing file shows in the periodic loop's error
 }
 
 // close takes the last sample and closes the file.

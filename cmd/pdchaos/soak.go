@@ -17,10 +17,11 @@ import (
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
-func newSoakCmd() *cobra.Command {
+func newSoakCmd(stats *selfStats) *cobra.Command {
 	var tf targetFlags
 	var duration time.Duration
 	var keepPassing bool
+	var profile string
 	cmd := &cobra.Command{
 		Use:   "soak --duration D [SCENARIO|PRESET...]",
 		Short: "Run scenarios (default: every preset) with fresh seeds until time is up; keep every failing run",
@@ -38,6 +39,9 @@ func newSoakCmd() *cobra.Command {
 				if err != nil {
 					return &exitError{exitHarness, err}
 				}
+				if err := sc.SetProfile(profile); err != nil {
+					return &exitError{exitHarness, err}
+				}
 				scs = append(scs, sc)
 			}
 			for _, sc := range scs { // refuse a bad target before anything starts
@@ -45,12 +49,13 @@ func newSoakCmd() *cobra.Command {
 					return &exitError{exitHarness, err}
 				}
 			}
-			return soak(cmd.Context(), cmd.OutOrStdout(), scs, tf, duration, keepPassing)
+			return soak(cmd.Context(), cmd.OutOrStdout(), scs, tf, duration, keepPassing, stats.betweenRuns)
 		},
 	}
 	tf.register(cmd)
 	cmd.Flags().DurationVar(&duration, "duration", time.Minute, "how long to keep starting runs")
 	cmd.Flags().BoolVar(&keepPassing, "keep-passing", false, "keep passing run directories too")
+	cmd.Flags().StringVar(&profile, "profile", "", profileFlagHelp())
 	return cmd
 }
 
@@ -58,7 +63,9 @@ func newSoakCmd() *cobra.Command {
 // before a soak stops (exit 3) instead of starting another.
 const maxErrorsInARow = 3
 
-func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf targetFlags, d time.Duration, keep bool) error {
+// soak runs scenarios until d is up; betweenRuns (may be nil) is called
+// with the run's number after each run has closed its target.
+func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf targetFlags, d time.Duration, keep bool, betweenRuns func(run int)) error {
 	start := time.Now()
 	dir := filepath.Join(tf.results, "soak-"+start.Format("20060102-150405"))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -90,6 +97,9 @@ func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf target
 		r := reports.SoakRun{Scenario: sc.Name, Seed: seed, Start: time.Since(start)}
 		res, err := runOne(rctx, out, sc, seed, src, noCheck, tf.results, tf.args())
 		cancel()
+		if betweenRuns != nil {
+			betweenRuns(i + 1)
+		}
 		switch {
 		case err != nil:
 			r.Verdict, r.Error = "error", err.Error()
