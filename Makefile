@@ -9,7 +9,7 @@ FUZZTIME  ?= 1m
 # Packages with goroutines and sockets run under the race detector.
 RACE_PKGS := ./engine/... ./faults/... ./agents/... ./harness/...
 
-.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench bench-go deps clean fuzz stress interrupt-runs catch-rates
+.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench bench-go deps clean fuzz stress interrupt-runs catch-rates hostile
 
 all: build
 
@@ -53,6 +53,16 @@ stress:
 ## listening socket behind, or if the harness hung (scripts/interrupt-runs.sh)
 interrupt-runs:
 	GO=$(GO) bash scripts/interrupt-runs.sh $(or $(N),100) $(or $(SEED),1)
+
+## hostile: the hostile-target matrix (docs/hostile-targets.md): run, watch, doctor and soak, as
+## processes of the built CLI, against every hostile behaviour of internal/testkit/hostile; prints
+## behaviour x command -> exit code, wall time, deadline, peak RSS and reason, and writes the table
+## to HOSTILE_TABLE (default runs/hostile-table.md). About 17 minutes on 2 busy cores; make test runs a quick subset.
+HOSTILE_TABLE ?= $(RESULTS_DIR)/hostile-table.md
+hostile:
+	@mkdir -p $(dir $(HOSTILE_TABLE))
+	PDCHAOS_HOSTILE=full PDCHAOS_HOSTILE_TABLE=$(HOSTILE_TABLE) $(GO) test -count=1 -timeout 60m -run 'TestHostileTargets$$' ./cmd/pdchaos/; \
+		status=$$?; cat $(HOSTILE_TABLE); exit $$status
 
 test-short:
 	$(GO) test -short -count=1 ./...

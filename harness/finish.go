@@ -102,6 +102,10 @@ func (r *runner) probe(ctx context.Context, endpoint string, c CheckSpec) {
 	_ = g.Wait()
 }
 
+// maxProbeAnswer bounds what is read of a probe's answer, so a target that
+// sends a GiB cannot make the harness hold it.
+const maxProbeAnswer = 1 << 20
+
 // probeOnce sends one non-streaming chat completion and checks the answer.
 func probeOnce(ctx context.Context, client *http.Client, endpoint, modelName string, seed uint64, i int,
 	deadline time.Duration, check bool) error {
@@ -126,9 +130,12 @@ func probeOnce(ctx context.Context, client *http.Client, endpoint, modelName str
 		return fmt.Errorf("probe %d: %w", i, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxProbeAnswer+1))
 	if err != nil {
 		return fmt.Errorf("probe %d: read answer: %w", i, err)
+	}
+	if len(b) > maxProbeAnswer {
+		return fmt.Errorf("probe %d: status %d, answer over %d bytes (an 8-token answer is under 1 KiB)", i, resp.StatusCode, maxProbeAnswer)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("probe %d: status %d: %.200s", i, resp.StatusCode, b)

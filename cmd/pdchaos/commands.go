@@ -303,7 +303,7 @@ func newWatchCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "watch --metrics URL...",
-		Short: "Watch a deployment's metrics and exit 1 at the first wedge (a PD gauge stuck > 0 with no progress)",
+		Short: "Watch a deployment's metrics and exit 1 at the first wedge (a PD gauge stuck > 0 with no progress); 0 when --for ends with none, 2 when scrapes failed too often to say",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(metrics) == 0 {
@@ -333,7 +333,7 @@ func newWatchCmd() *cobra.Command {
 			defer stop(nil)
 			out := cmd.OutOrStdout()
 			var wedged []check.Wedge
-			err := record.Watch(ctx, metrics, interval, window, time.Now(), func(w check.Wedge) {
+			seen, err := record.Watch(ctx, metrics, interval, window, time.Now(), func(w check.Wedge) {
 				fmt.Fprintln(out, w)
 				wedged = append(wedged, w)
 				stop(errors.New("wedged"))
@@ -343,6 +343,19 @@ func newWatchCmd() *cobra.Command {
 			}
 			if len(wedged) > 0 {
 				return &exitError{exitViolation, fmt.Errorf("%s", wedged[0])}
+			}
+			// No wedge seen proves nothing about the time the watch could
+			// not see: a URL whose scrapes failed makes it inconclusive.
+			var blind []string
+			for _, m := range metrics {
+				if why := seen[m].Inconclusive(m, window); why != "" {
+					blind = append(blind, why)
+				}
+			}
+			if len(blind) > 0 {
+				err := fmt.Errorf("watch: inconclusive: no wedge seen, but %s", strings.Join(blind, "; "))
+				fmt.Fprintln(out, err)
+				return &exitError{exitInconclusive, err}
 			}
 			fmt.Fprintln(out, "no wedge")
 			return nil
@@ -412,26 +425,19 @@ func newFaultsCmd() *cobra.Command {
 	return faultsCmd
 }
 
-// probeMetrics scrapes url once and checks it is Prometheus text.
+// probeMetrics scrapes url once, as every round of the watch will: bounded,
+// and refusing what the checks cannot judge (not Prometheus text, NaN,
+// negative or duplicate series).
 func probeMetrics(ctx context.Context, url string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return fmt.Errorf("watch: --metrics %q: %w", url, err)
-	}
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Do(req)
-	if err != nil {
-		return fmt.Errorf("watch: scrape %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("watch: scrape %s: status %d (is the engine started with --enable-metrics?)", url, resp.StatusCode)
-	}
-	if _, err := record.ParseMetrics(resp.Body); err != nil {
-		return fmt.Errorf("watch: scrape %s: not Prometheus text: %w", url, err)
+	if _, err := record.ScrapeOnce(ctx, &http.Client{Transport: tr}, url); err != nil {
+		if strings.Contains(err.Error(), ": status ") {
+			return fmt.Errorf("watch: %w (is the engine started with --enable-metrics?)", err)
+		}
+		return fmt.Errorf("watch: %w", err)
 	}
 	return nil
 }

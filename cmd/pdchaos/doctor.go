@@ -19,6 +19,7 @@ import (
 // newDoctorCmd checks a target before a soak, with the target flags of run.
 func newDoctorCmd() *cobra.Command {
 	var tf targetFlags
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "doctor [--target external --router URL --metrics URL... [--proc ROLE=PATTERN]...]",
 		Short: "Check a target before a soak: health endpoints, metrics and their names, version, which checks and fault layers apply; exit 0 all apply, 2 reduced checks, 3 unusable",
@@ -26,10 +27,12 @@ func newDoctorCmd() *cobra.Command {
 			"/health, engine /health_generate or /health), that /metrics is on (404 means --enable-metrics is missing),\n" +
 			"which metric families and SGLang version were found (old names such as\n" +
 			"sglang:num_prefill_prealloc_queue_reqs included), and which checks and fault layers will apply and why.\n" +
-			"One line per finding; exit 3 for an unusable target, 2 when usable with reduced checks, 0 when everything applies.",
+			"One line per finding; exit 3 for an unusable target, 2 when usable with reduced checks, 0 when everything applies.\n" +
+			"Doctor gives up after --timeout: what has not answered by then is reported unusable.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
 			t, opts, closeT, err := tf.doctorTarget(ctx, cmd.OutOrStdout())
 			if err != nil {
 				return &exitError{exitHarness, err}
@@ -44,6 +47,8 @@ func newDoctorCmd() *cobra.Command {
 		},
 	}
 	tf.register(cmd)
+	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute,
+		"give up after this long (a health probe alone may take 25 s: SGLang's /health_generate runs a generation)")
 	return cmd
 }
 

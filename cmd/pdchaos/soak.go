@@ -59,6 +59,10 @@ func newSoakCmd(stats *selfStats) *cobra.Command {
 	return cmd
 }
 
+// maxErrorsInARow is how many consecutive runs may end in a harness error
+// before a soak stops (exit 3) instead of starting another.
+const maxErrorsInARow = 3
+
 // soak runs scenarios until d is up; betweenRuns (may be nil) is called
 // with the run's number after each run has closed its target.
 func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf targetFlags, d time.Duration, keep bool, betweenRuns func(run int)) error {
@@ -69,7 +73,13 @@ func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf target
 	}
 	sum := reports.Soak{Started: start, Verdict: check.Pass}
 	fmt.Fprintf(out, "soak: %d scenarios for %v; failing runs kept under %s\n", len(scs), d, tf.results)
+	errorsInARow, lastError := 0, ""
 	for i := 0; ctx.Err() == nil; i++ {
+		if errorsInARow >= maxErrorsInARow {
+			// A target that cannot be opened fails each run at once: going
+			// on would only fill the results with error runs.
+			break
+		}
 		sc := scs[i%len(scs)]
 		left := d - time.Since(start)
 		if left <= 0 || (i > 0 && left < sc.Duration/2) {
@@ -104,6 +114,11 @@ func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf target
 				r.Dir = ""
 			}
 		}
+		if r.Verdict == "error" {
+			errorsInARow, lastError = errorsInARow+1, r.Error
+		} else {
+			errorsInARow = 0
+		}
 		switch {
 		case r.Verdict == check.Fail:
 			sum.Verdict = check.Fail
@@ -133,6 +148,9 @@ func soak(ctx context.Context, out io.Writer, scs []*harness.Scenario, tf target
 		sum.Duration.Round(time.Second), filepath.Join(dir, reports.IndexFile))
 	if ctx.Err() != nil {
 		fmt.Fprintln(out, "soak interrupted")
+	}
+	if errorsInARow >= maxErrorsInARow && sum.Verdict != check.Fail {
+		return &exitError{exitHarness, fmt.Errorf("soak stopped: %d runs in a row ended in a harness error; the last: %s", errorsInARow, lastError)}
 	}
 	if code := harness.ExitCodeFor(sum.Verdict); code != exitPass {
 		return &exitError{code, fmt.Errorf("soak %s", sum.Verdict)}

@@ -34,6 +34,7 @@ func TestCheckersOnRecordedLogs(t *testing.T) {
 		{"bad-slots-released-rank-sum-zero.jsonl", contract.CheckSlotsReleased, Fail, nil},
 		{"bad-slots-released-pages-owned-twice.jsonl", contract.CheckSlotsReleased, Fail, nil},
 		{"incon-slots-released-missing-family.jsonl", contract.CheckSlotsReleased, Inconclusive, nil},
+		{"incon-slots-released-negative.jsonl", contract.CheckSlotsReleased, Inconclusive, nil},
 		{"bad-liveness.jsonl", contract.CheckLiveness, Fail, nil},
 		{"bad-client-outcomes.jsonl", contract.CheckClientOutcomes, Fail, nil},
 		{"bad-cancels-reached.jsonl", contract.CheckCancelsReached, Fail, nil},

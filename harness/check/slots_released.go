@@ -59,6 +59,7 @@ func checkSlotsReleased(v *View) CheckResult {
 			if !last.Has(g) {
 				continue
 			}
+			errs = append(errs, belowZero(g, src, first, last)...)
 			ev["gauges_checked"]++
 			b, e := backToBaseline(g, src, first, last, ev)
 			bad, errs = append(bad, b...), append(errs, e...)
@@ -89,6 +90,37 @@ func checkSlotsReleased(v *View) CheckResult {
 	}
 	return result(contract.CheckSlotsReleased, Pass, ev, "%d gauges on %d engines (%d rank series) back to their baseline%s",
 		ev["gauges_checked"], ev["engines"], ev["ranks_checked"], how)
+}
+
+// belowZero names the series of gauge g below zero in the first or last
+// scrape: these are counts (and a ratio of counts), so a negative one is a
+// broken exporter, and "back to a baseline of -1" proves nothing. The
+// recorder refuses such scrapes; older or foreign logs may still hold them.
+func belowZero(g, src string, scrapes ...*Scrape) []string {
+	var out []string
+	for _, s := range scrapes {
+		which := "baseline"
+		if s == scrapes[len(scrapes)-1] {
+			which = "last scrape"
+		}
+		keys := make([]string, 0, len(s.Ranks[g]))
+		for k := range s.Ranks[g] {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if v := s.Ranks[g][k]; v < 0 {
+				out = append(out, fmt.Sprintf("%s{%s}=%g on %s in the %s: a count below zero (the exporter is broken)", g, k, v, src, which))
+			}
+		}
+		if v, ok := s.Gauges[g]; ok && v < 0 && len(keys) == 0 {
+			out = append(out, fmt.Sprintf("%s=%g on %s in the %s: a count below zero (the exporter is broken)", g, v, src, which))
+		}
+		if scrapes[0] == scrapes[len(scrapes)-1] {
+			break
+		}
+	}
+	return out
 }
 
 // backToBaseline compares gauge g of the last scrape with the first, per

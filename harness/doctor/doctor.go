@@ -12,6 +12,7 @@ import (
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/process"
+	"github.com/pdchaos/pdchaos/harness/record"
 	"github.com/pdchaos/pdchaos/harness/target"
 )
 
@@ -90,16 +91,28 @@ func (r Report) Problems() []string {
 	return out
 }
 
+// gravest is the first finding of the worst severity.
+func (r Report) gravest() string {
+	w := r.Worst()
+	for _, f := range r.Findings {
+		if f.Severity == w {
+			return f.Text
+		}
+	}
+	return ""
+}
+
 // Print writes one line per finding and a closing verdict.
 func (r Report) Print(w io.Writer) {
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "%-8s %s\n", f.Severity, f.Text)
 	}
+	// The closing line names the gravest problem, so it alone says why.
 	switch r.ExitCode() {
 	case ExitUnusable:
-		fmt.Fprintf(w, "doctor: target unusable (%d problem(s)); exit 3\n", len(r.Problems()))
+		fmt.Fprintf(w, "doctor: target unusable (%d problem(s), the gravest: %s); exit 3\n", len(r.Problems()), r.gravest())
 	case ExitReduced:
-		fmt.Fprintf(w, "doctor: usable with reduced checks (%d problem(s)); exit 2\n", len(r.Problems()))
+		fmt.Fprintf(w, "doctor: usable with reduced checks (%d problem(s), the gravest: %s); exit 2\n", len(r.Problems()), r.gravest())
 	default:
 		fmt.Fprintln(w, "doctor: every check and the listed fault layers apply; exit 0")
 	}
@@ -157,7 +170,8 @@ func Run(ctx context.Context, t target.Target, o Options) Report {
 	} else {
 		var bad []string
 		for _, e := range t.EngineURLs() {
-			if err := getOK(ctx, client, strings.TrimRight(e, "/")+contract.PathDebugRooms); err != nil {
+			// Decoded as the recorder will, within its limit.
+			if _, err := record.RoomsOnce(ctx, client, e); err != nil {
 				bad = append(bad, err.Error())
 			}
 		}
@@ -235,22 +249,4 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
-}
-
-// getOK GETs url and wants 200.
-func getOK(ctx context.Context, c *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return fmt.Errorf("get %s: %w", url, err)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return fmt.Errorf("get %s: %w", url, err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("get %s: status %d", url, resp.StatusCode)
-	}
-	return nil
 }

@@ -118,7 +118,7 @@ func engineServer(t *testing.T, mode, metrics string) string {
 		switch r.URL.Path {
 		case contract.PathHealthGenerate, contract.PathHealth:
 		case contract.PathDebugRooms:
-			fmt.Fprint(w, `{"held":[],"cleared":0}`)
+			fmt.Fprint(w, `{"role":"decode","held":[],"cleared":[]}`)
 		case contract.PathServerInfo:
 			fmt.Fprintf(w, `{"version":"0.5.4","disaggregation_mode":%q}`, mode)
 		case contract.PathMetrics:

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/harness/record"
 )
 
 // info is what /get_server_info (or /server_info) said.
@@ -75,10 +77,24 @@ func scrapeFindings(ctx context.Context, r *Report, c *http.Client, url, mode st
 		r.add(Reduced, "metrics %s: status %d: its gauges cannot be judged", url, resp.StatusCode)
 		return false
 	}
+	// Read as the recorder will: within its limit, and whole.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, record.MaxScrapeBytes+1))
+	switch {
+	case err != nil:
+		r.add(Reduced, "metrics %s: the answer was cut after %d bytes: %v: its gauges cannot be judged", url, len(body), err)
+		return false
+	case len(body) > record.MaxScrapeBytes:
+		r.add(Reduced, "metrics %s: the answer goes on past the recorder's limit of %d bytes: every scrape will fail, its gauges cannot be judged", url, record.MaxScrapeBytes)
+		return false
+	}
 	tp := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := tp.TextToMetricFamilies(resp.Body)
+	fams, err := tp.TextToMetricFamilies(bytes.NewReader(body))
 	if err != nil {
 		r.add(Reduced, "metrics %s: not Prometheus text: %v", url, err)
+		return false
+	}
+	if _, err := record.ParseMetrics(bytes.NewReader(body)); err != nil {
+		r.add(Reduced, "metrics %s: the recorder refuses it: %v: slots-released is inconclusive for this engine", url, err)
 		return false
 	}
 	var names []string

@@ -2,10 +2,10 @@ package record
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sort"
 	"strings"
@@ -18,7 +18,10 @@ import (
 )
 
 // ParseMetrics reads the Prometheus text format into a check.Scrape,
-// combining series as SGLang exports them: an old name (contract.
+// refusing contradictions in the families the checks judge (NaN, ±Inf,
+// negative values, a label set twice; see refuseContradictions) and
+// dropping non-finite values of the others, and combining series as SGLang
+// exports them: an old name (contract.
 // MetricAliases) is read as today's when today's is absent; a series with a
 // priority label that repeats a total without one is not counted again;
 // gauges are kept per rank besides their sum.
@@ -26,6 +29,9 @@ func ParseMetrics(r io.Reader) (check.Scrape, error) {
 	tp := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := tp.TextToMetricFamilies(r)
 	if err != nil {
+		return check.Scrape{}, fmt.Errorf("parse metrics: %w", err)
+	}
+	if err := refuseContradictions(fams); err != nil {
 		return check.Scrape{}, fmt.Errorf("parse metrics: %w", err)
 	}
 	s := check.Scrape{Gauges: map[string]float64{}, Counters: map[string]float64{}, Ranks: map[string]map[string]float64{}}
@@ -61,6 +67,9 @@ func ParseMetrics(r io.Reader) (check.Scrape, error) {
 			default:
 				continue
 			}
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				continue // not a judged family (those are refused above); JSON cannot hold it
+			}
 			if counter {
 				s.Counters[canon] += v
 				continue
@@ -72,6 +81,7 @@ func ParseMetrics(r io.Reader) (check.Scrape, error) {
 			s.Ranks[canon][check.RankKey(labels)] += v
 		}
 	}
+	dropNonFinite(&s)
 	return s, nil
 }
 
@@ -186,7 +196,8 @@ func fetchRooms(ctx context.Context, c *http.Client, base string) (contract.Room
 	if resp.StatusCode != http.StatusOK {
 		return rr, fmt.Errorf("rooms %s: status %d", base, resp.StatusCode)
 	}
-	if err := json.NewDecoder(capped(resp.Body, MaxRoomsBytes, "/debug/rooms answer")).Decode(&rr); err != nil {
+	rr, err = decodeRooms(capped(resp.Body, MaxRoomsBytes, "/debug/rooms answer"))
+	if err != nil {
 		return rr, fmt.Errorf("rooms %s: decode: %w", base, err)
 	}
 	return rr, nil

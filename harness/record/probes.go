@@ -41,7 +41,7 @@ func fetchProbes(ctx context.Context, c *http.Client, base string) check.CodePro
 		return fail(fmt.Errorf("status %d", resp.StatusCode))
 	}
 	var pr contract.ProbesResponse
-	if err := json.NewDecoder(resp.Body).Decode(&pr); err != nil {
+	if err := json.NewDecoder(capped(resp.Body, MaxScrapeBytes, "/debug/probes answer")).Decode(&pr); err != nil {
 		return fail(fmt.Errorf("decode: %w", err))
 	}
 	cp := check.CodeProbes{Role: pr.Role, Hits: make(map[string]int64, len(pr.Probes))}

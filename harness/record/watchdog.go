@@ -200,13 +200,53 @@ func (w *Watchdog) ObserveRooms(at time.Duration, source, role string, held []co
 	return out
 }
 
+// WatchSummary is what a watch saw of each URL, so its caller can tell "no
+// wedge" from "could not see": a watch blind to part of the time proves
+// nothing about that part.
+type WatchSummary map[string]*URLWatch
+
+// URLWatch is one URL's scrapes over a watch.
+type URLWatch struct {
+	// Scrapes and Failed count every scrape and the failed ones.
+	Scrapes, Failed int
+	// LastErr is the last failure; empty when none failed.
+	LastErr string
+	// Blind is the longest time without a good scrape: between two good
+	// ones, or from the start or the last good one to the end.
+	Blind time.Duration
+
+	lastGood time.Duration
+}
+
+// MaxFailedShare is the share of failed scrapes above which a watch of a
+// URL is inconclusive even when no gap alone reached the window (a target
+// whose /metrics flaps).
+const MaxFailedShare = 0.1
+
+// Inconclusive says why the watch of u cannot vouch for it (empty when it
+// can): it was blind for window or longer, or more than MaxFailedShare of
+// its scrapes failed.
+func (w *URLWatch) Inconclusive(u string, window time.Duration) string {
+	switch {
+	case w.Scrapes > 0 && w.Failed == w.Scrapes:
+		return fmt.Sprintf("%s: every one of %d scrapes failed (last: %s)", u, w.Scrapes, w.LastErr)
+	case w.Blind >= window:
+		return fmt.Sprintf("%s: no good scrape for %v, at least the wedge window %v (%d of %d scrapes failed; last: %s)",
+			u, w.Blind.Round(time.Millisecond), window, w.Failed, w.Scrapes, w.LastErr)
+	case float64(w.Failed) > MaxFailedShare*float64(w.Scrapes):
+		return fmt.Sprintf("%s: %d of %d scrapes failed, over %.0f%% (last: %s)", u, w.Failed, w.Scrapes, 100*MaxFailedShare, w.LastErr)
+	}
+	return ""
+}
+
 // Watch scrapes every URL each interval and calls onWedge for every wedge
-// until ctx ends; base is the time origin of offsets. check.Scrape failures go to
-// onErr (nil ignores them). It is `pdchaos watch` without the CLI.
+// until ctx ends; base is the time origin of offsets. check.Scrape failures
+// go to onErr (nil ignores them) and are counted in the summary. It is
+// `pdchaos watch` without the CLI.
 func Watch(ctx context.Context, urls []string, interval, window time.Duration, base time.Time,
-	onWedge func(check.Wedge), onErr func(error)) error {
+	onWedge func(check.Wedge), onErr func(error)) (WatchSummary, error) {
 	if len(urls) == 0 {
-		return fmt.Errorf("watch: no metrics URLs")
+		return nil, fmt.Errorf("watch: no metrics URLs")
 	}
 	if interval <= 0 {
 		interval = 250 * time.Millisecond
@@ -214,6 +254,11 @@ func Watch(ctx context.Context, urls []string, interval, window time.Duration, b
 	client := &http.Client{Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
 	wd := &Watchdog{Window: window}
+	sum := WatchSummary{}
+	start := time.Since(base)
+	for _, u := range urls {
+		sum[u] = &URLWatch{lastGood: start}
+	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -235,14 +280,39 @@ func Watch(ctx context.Context, urls []string, interval, window time.Duration, b
 		_ = g.Wait()
 		at := time.Since(base)
 		for i, u := range urls {
+			uw := sum[u]
+			uw.Blind = max(uw.Blind, at-uw.lastGood)
+			if ctx.Err() != nil && scrapes[i].Err != "" {
+				continue // cut by the end of the watch, not the target's failure
+			}
+			uw.Scrapes++
+			if scrapes[i].Err != "" {
+				uw.Failed++
+				uw.LastErr = scrapes[i].Err
+			} else {
+				uw.lastGood = at
+			}
 			for _, wg := range wd.Observe(at, u, scrapes[i]) {
 				onWedge(wg)
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return sum, nil
 		case <-tick.C:
 		}
 	}
+}
+
+// ScrapeOnce GETs one /metrics URL with c and parses it, within
+// MaxScrapeBytes and with ParseMetrics' refusals: what the recorder and
+// Watch do each round, for a caller that checks a URL before watching it.
+func ScrapeOnce(ctx context.Context, c *http.Client, url string) (check.Scrape, error) {
+	return scrapeURL(ctx, c, url)
+}
+
+// RoomsOnce GETs base's /debug/rooms with c and decodes it, within
+// MaxRoomsBytes: what the recorder reads each round.
+func RoomsOnce(ctx context.Context, c *http.Client, base string) (contract.RoomsResponse, error) {
+	return fetchRooms(ctx, c, base)
 }

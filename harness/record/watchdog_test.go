@@ -1,6 +1,7 @@
 package record
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -156,6 +157,32 @@ func TestWatchdogRoomDeadline(t *testing.T) {
 					len(got[0].Events) != 1 || got[0].Deadline != 10*s) {
 					t.Fatalf("wedge %+v", got[0])
 				}
+			}
+		})
+	}
+}
+
+// TestURLWatchInconclusive: a watch vouches for a URL only when it saw it
+// through: every scrape failed, a blind gap of a window, or more than a
+// tenth of the scrapes failed each make it inconclusive.
+func TestURLWatchInconclusive(t *testing.T) {
+	t.Parallel()
+	const window = time.Second
+	for _, tc := range []struct {
+		name string
+		w    URLWatch
+		want string
+	}{
+		{"all good", URLWatch{Scrapes: 40, Blind: 300 * time.Millisecond}, ""},
+		{"one failure in forty", URLWatch{Scrapes: 40, Failed: 1, Blind: 600 * time.Millisecond, LastErr: "status 503"}, ""},
+		{"every scrape failed", URLWatch{Scrapes: 3, Failed: 3, LastErr: "status 503"}, "every one of 3 scrapes failed (last: status 503)"},
+		{"blind for a window", URLWatch{Scrapes: 40, Failed: 4, Blind: 1500 * time.Millisecond, LastErr: "timeout"}, "no good scrape for 1.5s, at least the wedge window 1s"},
+		{"flapping", URLWatch{Scrapes: 20, Failed: 10, Blind: 500 * time.Millisecond, LastErr: "status 503"}, "10 of 20 scrapes failed, over 10%"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.w.Inconclusive("u", window)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -80,6 +80,12 @@ func ProbeHealth(ctx context.Context, router string, engines []string) HealthRep
 	return out
 }
 
+// MaxHealthBody bounds what is read of one health answer. SGLang's health
+// endpoints answer a few bytes; a body that has not ended by then (one that
+// streams forever, or a GiB) is not a health answer, and reading on would
+// only spend the probe's deadline.
+const MaxHealthBody = 64 << 10
+
 // probeOne GETs base+preferred, and base+/health when that is 404.
 func probeOne(ctx context.Context, client *http.Client, role, base, preferred, why string) HealthProbe {
 	p := HealthProbe{Role: role, Path: preferred}
@@ -102,6 +108,9 @@ func probeOne(ctx context.Context, client *http.Client, role, base, preferred, w
 }
 
 // get GETs url and returns the status and the first 300 bytes of the body.
+// The whole body must arrive, within MaxHealthBody: a body cut short (a
+// reset, or a close before its Content-Length) or one that does not end is
+// an error with its status, never a healthy answer.
 func get(ctx context.Context, client *http.Client, url string) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -111,10 +120,17 @@ func get(ctx context.Context, client *http.Client, url string) (int, string, err
 	if err != nil {
 		return 0, "", fmt.Errorf("get %s: %w", url, err)
 	}
+	// Closing without draining drops the connection, which is what a body
+	// over the limit deserves.
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, string(b), nil
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxHealthBody+1))
+	switch {
+	case err != nil:
+		return resp.StatusCode, "", fmt.Errorf("get %s: status %d, but the body was cut after %d bytes: %w", url, resp.StatusCode, len(b), err)
+	case len(b) > MaxHealthBody:
+		return resp.StatusCode, "", fmt.Errorf("get %s: status %d, but the body goes on past %d bytes (a health answer is a few bytes)", url, resp.StatusCode, MaxHealthBody)
+	}
+	return resp.StatusCode, string(b[:min(len(b), 300)]), nil
 }
 
 // EngineBases derives each engine's base URL from its /metrics URL.

@@ -214,6 +214,15 @@ del last["scrape"]["ranks"]["sglang:num_decode_transfer_queue_reqs"]
 resum(last)
 write("incon-slots-released-missing-family.jsonl", b)
 
+# An exporter that reports a count below zero, steadily: the last scrape
+# equals the baseline, yet -1 running requests is no count; inconclusive,
+# never a pass.
+b = copy.deepcopy(g)
+for s in find(b, lambda e: e["type"] == "scrape" and e["source"] == D):
+    s["scrape"]["ranks"]["sglang:num_running_reqs"]["tp_rank=0"] = -1
+    resum(s)
+write("incon-slots-released-negative.jsonl", b)
+
 # A router that stops cancelling prefill's request: decode's ABORT still
 # fails prefill's room, but prefill never records the client's abort.
 b = copy.deepcopy(g)
