@@ -18,12 +18,12 @@ import (
 type Kind string
 
 const (
-	// Skip drops the statements that follow the probe's Hit in its block
-	// (the handling), keeping a final return, break, continue or goto so
+	// Skip disables (wraps in `if false`) the statements that follow the
+	// probe's Hit in its block (the handling), keeping a final return, break, continue or goto so
 	// the branch still leaves the way it did: the branch is taken, counted
 	// and does nothing.
 	Skip Kind = "skip"
-	// WrongExit drops everything after the Hit including the block's
+	// WrongExit disables everything after the Hit including the block's
 	// final return, break, continue or goto, so control falls through to
 	// the code after the branch: the normal path runs on the failure.
 	WrongExit Kind = "wrong-exit"
@@ -178,7 +178,12 @@ func Apply(dir string, m Mutant) error {
 			return fmt.Errorf("apply %s: nothing follows the Hit", m.ID())
 		}
 		kept := list[: loc.index+1 : loc.index+1]
-		if last := tail[len(tail)-1]; terminates(last) {
+		drop, last := tail, tail[len(tail)-1]
+		if terminates(last) {
+			drop = tail[:len(tail)-1]
+		}
+		kept = append(kept, deadCode(drop))
+		if terminates(last) {
 			kept = append(kept, last)
 		}
 		*loc.list = kept
@@ -186,7 +191,7 @@ func Apply(dir string, m Mutant) error {
 		if len(tail) == 0 || !terminates(tail[len(tail)-1]) || loc.inFunc {
 			return fmt.Errorf("apply %s: the Hit's block does not end in an exit to drop", m.ID())
 		}
-		*loc.list = list[:loc.index+1]
+		*loc.list = append(list[:loc.index+1:loc.index+1], deadCode(tail))
 	default:
 		return fmt.Errorf("apply %s: unknown kind %q", m.ID(), m.Kind)
 	}
@@ -198,6 +203,13 @@ func Apply(dir string, m Mutant) error {
 		return fmt.Errorf("apply %s: %w", m.ID(), err)
 	}
 	return nil
+}
+
+// deadCode wraps the dropped statements in `if false { ... }` rather than
+// deleting them: every variable the handling used stays used, so the
+// mutant compiles where a deletion would leave "declared and not used".
+func deadCode(stmts []ast.Stmt) ast.Stmt {
+	return &ast.IfStmt{Cond: ast.NewIdent("false"), Body: &ast.BlockStmt{List: stmts}}
 }
 
 func parse(root, file string) (*token.FileSet, *ast.File, error) {
