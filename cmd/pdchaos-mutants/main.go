@@ -8,6 +8,7 @@
 //	pdchaos-mutants --list                       every mutant: probe, file:line, kind
 //	pdchaos-mutants --results runs/mutants       all of them
 //	pdchaos-mutants --probes abort,ack --limit 10 those matching, in that order
+//	pdchaos-mutants --render runs/mutants/mutants.json   mutants.md again
 package main
 
 import (
@@ -43,8 +44,21 @@ func run() int {
 		seed     = flag.Uint64("seed", 1, "seed of every run")
 		maxRuns  = flag.Int("max-runs", 2, "presets run per mutant at most (those hitting its probe most first); stops at the first catch")
 		timeout  = flag.Duration("run-timeout", 4*time.Minute, "limit of one pdchaos run")
+		render   = flag.String("render", "", "write mutants.md again from this mutants.json (into --results) and print its summary")
 	)
 	flag.Parse()
+	if *render != "" {
+		rep, err := mutate.LoadReport(*render)
+		if err == nil {
+			err = rep.Save(*results)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pdchaos-mutants:", err)
+			return 3
+		}
+		fmt.Print(rep.Summary())
+		return 0
+	}
 	all, observeOnly, err := mutate.List(*root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pdchaos-mutants:", err)

@@ -62,18 +62,16 @@ func copyFile(src, dst string) error {
 }
 
 // Build compiles every package of the module copy at dir (a mutant that
-// does not compile is reported, never run) and links its pdchaos binary to
-// dir/bin/pdchaos. The error carries the compiler's output.
+// does not compile is reported, never run) and writes its commands'
+// binaries to dir/bin/, in one go build so the packages compile once. It
+// returns the pdchaos binary; the error carries the compiler's output.
 func Build(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "bin", "pdchaos")
-	for _, args := range [][]string{{"build", "./..."}, {"build", "-o", bin, "./cmd/pdchaos"}} {
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = dir
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("go %s in %s: %w\n%s", strings.Join(args, " "), dir, err, strings.TrimSpace(out.String()))
-		}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "bin")+string(filepath.Separator), "./...")
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build ./... in %s: %w\n%s", dir, err, strings.TrimSpace(out.String()))
 	}
-	return bin, nil
+	return filepath.Join(dir, "bin", "pdchaos"), nil
 }

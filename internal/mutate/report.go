@@ -60,7 +60,13 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if len(o.Also) > 0 {
 			probe += " (+" + strings.Join(o.Also, ", ") + ")"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", probe, o.Place(), o.Kind, o.Verdict, o.Checker, o.Preset)
+		checker := o.Checker
+		if n := len(o.Runs); o.Verdict == Caught && n > 0 && len(o.Runs[n-1].Failed) > 1 {
+			// The first failing checker in the judge's order counts; the
+			// others that failed in the same run are shown beside it.
+			checker += " (also " + strings.Join(o.Runs[n-1].Failed[1:], ", ") + ")"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", probe, o.Place(), o.Kind, o.Verdict, checker, o.Preset)
 	}
 	var misses []Outcome
 	for _, o := range r.Outcomes {
@@ -111,6 +117,19 @@ func (r *Report) Save(dir string) error {
 		return fmt.Errorf("save mutation report: %w", err)
 	}
 	return os.WriteFile(filepath.Join(dir, "mutants.json"), js, 0o644)
+}
+
+// LoadReport reads a mutants.json that Save wrote.
+func LoadReport(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load mutation report: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("load mutation report %s: %w", path, err)
+	}
+	return &r, nil
 }
 
 // CoverageFromRuns reads a coverage map (preset -> probe -> hits) from
