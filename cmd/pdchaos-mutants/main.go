@@ -96,7 +96,7 @@ func run() int {
 		opts.Work = d
 	}
 	if *coverage != "" {
-		if opts.Coverage, err = loadCoverage(*coverage); err != nil {
+		if opts.Coverage, opts.CoverageFailures, err = loadCoverage(*coverage); err != nil {
 			fmt.Fprintln(os.Stderr, "pdchaos-mutants:", err)
 			return 3
 		}
@@ -156,23 +156,23 @@ func choose(all []mutate.Mutant, pats, kinds []string) []mutate.Mutant {
 	return out
 }
 
-func loadCoverage(path string) (map[string]map[string]int64, error) {
+func loadCoverage(path string) (map[string]map[string]int64, []mutate.RunResult, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("read coverage: %w", err)
+		return nil, nil, fmt.Errorf("read coverage: %w", err)
 	}
 	if fi.IsDir() {
 		return mutate.CoverageFromRuns(path)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read coverage: %w", err)
+		return nil, nil, fmt.Errorf("read coverage: %w", err)
 	}
 	var cov map[string]map[string]int64
 	if err := json.Unmarshal(b, &cov); err != nil {
-		return nil, fmt.Errorf("read coverage %s: %w", path, err)
+		return nil, nil, fmt.Errorf("read coverage %s: %w", path, err)
 	}
-	return cov, nil
+	return cov, nil, nil
 }
 
 func split(s string) []string {

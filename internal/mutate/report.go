@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -66,6 +67,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			// others that failed in the same run are shown beside it.
 			checker += " (also " + strings.Join(o.Runs[n-1].Failed[1:], ", ") + ")"
 		}
+		if o.Verdict == Caught && r.failsUnmutated(o.Preset, o.Checker) {
+			checker += " **(not passing unmutated either at this seed: suspect)**"
+		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", probe, o.Place(), o.Kind, o.Verdict, checker, o.Preset)
 	}
 	var misses []Outcome
@@ -83,7 +87,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if len(r.CoverageFailures) > 0 {
 		b.WriteString("\n## Coverage runs that failed on the unmutated engine\n\n")
 		for _, f := range r.CoverageFailures {
-			fmt.Fprintf(&b, "- %s: exit %d %s\n", f.Preset, f.ExitCode, f.FirstFailure)
+			fmt.Fprintf(&b, "- %s: exit %d, not passing: %s %s\n", f.Preset, f.ExitCode, strings.Join(f.NotPassed, ", "), f.FirstFailure)
 		}
 	}
 	if len(r.ObserveOnly) > 0 {
@@ -94,6 +98,17 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// failsUnmutated reports whether checker did not pass in preset's
+// coverage run on the unmutated engine.
+func (r *Report) failsUnmutated(preset, checker string) bool {
+	for _, f := range r.CoverageFailures {
+		if f.Preset == preset && slices.Contains(f.NotPassed, checker) {
+			return true
+		}
+	}
+	return false
 }
 
 // Save writes mutants.md and mutants.json into dir.
@@ -135,8 +150,11 @@ func LoadReport(path string) (*Report, error) {
 // CoverageFromRuns reads a coverage map (preset -> probe -> hits) from
 // stored run directories: every result.json under dir, the preset named
 // by its "scenario" field, hits summed when a preset ran more than once.
-func CoverageFromRuns(dir string) (map[string]map[string]int64, error) {
+// It also returns the runs that did not pass (on the unmutated engine, a
+// checker that fails there says nothing about a mutant).
+func CoverageFromRuns(dir string) (map[string]map[string]int64, []RunResult, error) {
 	cov := map[string]map[string]int64{}
+	var failures []RunResult
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Name() != "result.json" {
 			return err
@@ -146,11 +164,14 @@ func CoverageFromRuns(dir string) (map[string]map[string]int64, error) {
 			return err
 		}
 		var rf struct {
-			Scenario string           `json:"scenario"`
-			Probes   map[string]int64 `json:"probes"`
+			Scenario string `json:"scenario"`
+			resultFile
 		}
 		if err := json.Unmarshal(b, &rf); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
+		}
+		if rf.ExitCode != 0 {
+			failures = append(failures, RunResult{Preset: rf.Scenario, ExitCode: rf.ExitCode, NotPassed: rf.notPassed(), FirstFailure: rf.FirstFailure, Dir: filepath.Dir(path)})
 		}
 		if cov[rf.Scenario] == nil {
 			cov[rf.Scenario] = map[string]int64{}
@@ -161,10 +182,10 @@ func CoverageFromRuns(dir string) (map[string]map[string]int64, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read coverage from %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("read coverage from %s: %w", dir, err)
 	}
 	if len(cov) == 0 {
-		return nil, fmt.Errorf("read coverage from %s: no result.json", dir)
+		return nil, nil, fmt.Errorf("read coverage from %s: no result.json", dir)
 	}
-	return cov, nil
+	return cov, failures, nil
 }

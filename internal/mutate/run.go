@@ -52,6 +52,9 @@ type Options struct {
 	// Coverage, when set, is a stored coverage (preset -> probe -> hits,
 	// as Run writes coverage.json) used instead of a coverage run.
 	Coverage map[string]map[string]int64
+	// CoverageFailures are the stored coverage's runs that did not pass
+	// (CoverageFromRuns returns them); reported with the results.
+	CoverageFailures []RunResult
 	// MaxRuns is how many presets run against one mutant at most, those
 	// that hit its probe most in the coverage run first; default 2. The
 	// runs stop at the first catch.
@@ -104,6 +107,8 @@ type RunResult struct {
 	// Failed lists the checkers that failed, in the judge's order.
 	Failed       []string `json:"failed,omitempty"`
 	FirstFailure string   `json:"first_failure,omitempty"`
+	// NotPassed lists the checkers that failed or were inconclusive.
+	NotPassed []string `json:"not_passed,omitempty"`
 	// Hits is how often the mutant's probes were hit in this run.
 	Hits int64 `json:"hits"`
 	// Crashed: the run ended without a result.json (the engine panicked
@@ -146,7 +151,7 @@ func Run(ctx context.Context, opts Options, mutants []Mutant) (*Report, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	rep := &Report{Seed: opts.Seed, Coverage: opts.Coverage}
+	rep := &Report{Seed: opts.Seed, Coverage: opts.Coverage, CoverageFailures: opts.CoverageFailures}
 	dir := filepath.Join(opts.Work, "module")
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("mutate: clear %s: %w", dir, err)
@@ -275,6 +280,17 @@ type resultFile struct {
 	Probes map[string]int64 `json:"probes"`
 }
 
+// notPassed lists the checks that failed or were inconclusive.
+func (rf resultFile) notPassed() []string {
+	var out []string
+	for _, c := range rf.Checks {
+		if c.Status == "fail" || c.Status == "inconclusive" {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
 // runPreset runs `bin run preset --seed S --results under/preset` in the
 // copy and reads its result.json. The run gets its own process group, so
 // a timeout ends role processes with it.
@@ -306,7 +322,7 @@ func runPreset(ctx context.Context, opts Options, bin, dir, under, preset string
 		res.Output = tail(out.String(), 2000)
 		return res
 	}
-	res.FirstFailure, res.Probes = rf.FirstFailure, rf.Probes
+	res.FirstFailure, res.Probes, res.NotPassed = rf.FirstFailure, rf.Probes, rf.notPassed()
 	if res.ExitCode == 0 {
 		res.ExitCode = rf.ExitCode
 	}
