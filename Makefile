@@ -46,12 +46,12 @@ catch-rates: build
 ## gate-mutants: the gate's mutation self-test. For each code probe's branch, a scratch copy of the
 ## module (under $TMPDIR, never committed) with that branch broken (kinds: skip the handling, take
 ## the wrong exit), built and run against the presets that reach the probe (a coverage run of every
-## preset at SEED first, or COVERAGE=a runs dir or coverage.json); writes RESULTS_DIR/mutants/
-## mutants.md and prints caught/missed/not reached by checker. PROBES=names or substrings, in order
+## preset at SEED first, or COVERAGE=a runs dir or coverage.json); writes RESULTS_DIR/mutants.md
+## and mutants.json and prints caught/missed/not reached by checker. PROBES=names or substrings, in order
 ## (e.g. PROBES=abort,ack LIMIT=10); MAX_RUNS presets per mutant (default 2). List them: make
 ## gate-mutants ARGS=--list
 gate-mutants:
-	$(GO) run ./cmd/pdchaos-mutants --results $(RESULTS_DIR)/mutants --seed $(or $(SEED),1) \
+	$(GO) run ./cmd/pdchaos-mutants --results $(RESULTS_DIR) --seed $(or $(SEED),1) \
 		--max-runs $(or $(MAX_RUNS),2) $(if $(PROBES),--probes $(PROBES)) $(if $(LIMIT),--limit $(LIMIT)) \
 		$(if $(COVERAGE),--coverage $(COVERAGE)) $(ARGS)
 

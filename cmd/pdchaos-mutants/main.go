@@ -95,6 +95,7 @@ func run() int {
 		defer os.RemoveAll(filepath.Join(d, "module"))
 		opts.Work = d
 	}
+	fmt.Fprintf(os.Stderr, "scratch copy and run directories: %s\n", opts.Work)
 	if *coverage != "" {
 		if opts.Coverage, opts.CoverageFailures, err = loadCoverage(*coverage); err != nil {
 			fmt.Fprintln(os.Stderr, "pdchaos-mutants:", err)
