@@ -136,3 +136,48 @@ func goTest(ctx context.Context, dir string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
+
+// TestEngineCoreMutantFailsItsUnitTest is the same proof on the real
+// engine: in a copy of the module, skipping decode's ack-frees-pages
+// handling makes engine/core's TestAbortInPauseWindow fail ("decode kept
+// pages after ACK"), which passes in the same copy unmutated.
+func TestEngineCoreMutantFailsItsUnitTest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and tests a copy of the module")
+	}
+	root := filepath.Join("..", "..")
+	ms, _, err := List(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(ms, func(m Mutant) bool { return m.Probe == "decode/ack-frees-pages" && m.Kind == Skip })
+	if i < 0 {
+		t.Fatal("no skip mutant of decode/ack-frees-pages")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	if err := CopyModule(ctx, root, dir); err != nil {
+		t.Fatal(err)
+	}
+	run := func() (string, error) {
+		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^TestAbortInPauseWindow$", "./engine/core/")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run(); err != nil {
+		t.Fatalf("unmutated copy fails TestAbortInPauseWindow: %v\n%s", err, out)
+	}
+	if err := Apply(dir, ms[i]); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run()
+	if err == nil {
+		t.Fatalf("mutant %s passes TestAbortInPauseWindow; the branch was not broken", ms[i].ID())
+	}
+	if !strings.Contains(out, "decode kept pages after ACK") {
+		t.Errorf("mutant %s failed for another reason:\n%s", ms[i].ID(), out)
+	}
+}
