@@ -183,6 +183,10 @@ func Run(ctx context.Context, opts Options, mutants []Mutant) (*Report, error) {
 			return rep, err
 		}
 		o := evaluate(ctx, opts, rep.Coverage, dir, m)
+		if err := ctx.Err(); err != nil {
+			// Interrupted mid-mutant: its killed run is no verdict.
+			return rep, err
+		}
 		fmt.Fprintf(opts.Log, "%s: %s %s %s\n", m.ID(), o.Verdict, o.Checker, o.Preset)
 		rep.Outcomes = append(rep.Outcomes, o)
 	}
