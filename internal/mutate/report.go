@@ -70,7 +70,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if o.Verdict == Caught && r.failsUnmutated(o.Preset, o.Checker) {
 			checker += " **(not passing unmutated either at this seed: suspect)**"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", probe, o.Place(), o.Kind, o.Verdict, checker, o.Preset)
+		preset := o.Preset
+		if o.Verdict == NotReached && preset == "" {
+			preset = "(no coverage run hit it; not built)"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", probe, o.Place(), o.Kind, o.Verdict, checker, preset)
 	}
 	var misses []Outcome
 	for _, o := range r.Outcomes {
