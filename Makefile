@@ -9,7 +9,7 @@ FUZZTIME  ?= 1m
 # Packages with goroutines and sockets run under the race detector.
 RACE_PKGS := ./engine/... ./faults/... ./agents/... ./harness/...
 
-.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench bench-go deps clean fuzz stress interrupt-runs catch-rates hostile
+.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench bench-go deps clean fuzz stress interrupt-runs catch-rates hostile gate-mutants
 
 all: build
 
@@ -42,6 +42,18 @@ fuzz:
 ## SEEDS seeds (default 5), counting a seed only when that catch's checker failed
 catch-rates: build
 	RESULTS_DIR=$(RESULTS_DIR) bash scripts/catch-rates.sh $(or $(SEEDS),5)
+
+## gate-mutants: the gate's mutation self-test. For each code probe's branch, a scratch copy of the
+## module (under $TMPDIR, never committed) with that branch broken (kinds: skip the handling, take
+## the wrong exit), built and run against the presets that reach the probe (a coverage run of every
+## preset at SEED first, or COVERAGE=a runs dir or coverage.json); writes RESULTS_DIR/mutants.md
+## and mutants.json and prints caught/missed/not reached by checker. PROBES=names or substrings, in order
+## (e.g. PROBES=abort,ack LIMIT=10); MAX_RUNS presets per mutant (default 2). List them: make
+## gate-mutants ARGS=--list
+gate-mutants:
+	$(GO) run ./cmd/pdchaos-mutants --results $(RESULTS_DIR) --seed $(or $(SEED),1) \
+		--max-runs $(or $(MAX_RUNS),2) $(if $(PROBES),--probes $(PROBES)) $(if $(LIMIT),--limit $(LIMIT)) \
+		$(if $(COVERAGE),--coverage $(COVERAGE)) $(ARGS)
 
 ## stress: the concurrent packages' tests COUNT times (default 3) under the race detector, shuffled,
 ## with a CPU burner per core (scripts/stress.sh): flaky tests show up here, not in CI

@@ -69,6 +69,8 @@ func importRules() []importRule {
 			pkgs: []string{"internal/fakeserver"}, forbid: append(runtime, "faults/...", "agents/...", "harness/...", "suites/...", "github.com/onsi/"), deps: true},
 		{why: "bench measures the product from above: only the CLI imports it",
 			pkgs: []string{"..."}, except: []string{"bench", "cmd/..."}, forbid: []string{"bench"}},
+		{why: "the mutation tool edits and runs copies of the module: it imports none of it (standard library only)",
+			pkgs: []string{"internal/mutate"}, forbid: []string{"...", "."}, deps: true},
 		{why: "the harness never imports suites or Ginkgo",
 			pkgs: []string{"harness/...", "cmd/..."}, forbid: []string{"suites/gate", "github.com/onsi/"}, deps: true},
 	}

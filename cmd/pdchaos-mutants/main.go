@@ -1,0 +1,195 @@
+// Command pdchaos-mutants is the gate's mutation self-test (`make
+// gate-mutants`): for each code probe's failure-handling branch it builds a
+// scratch copy of the module with that branch broken (internal/mutate) and
+// runs the preset scenarios that reach the probe against it, then writes
+// mutants.md (probe, place, kind, verdict, checker, preset) and prints how
+// many mutants the gate caught, missed and never reached, by checker.
+//
+//	pdchaos-mutants --list                       every mutant: probe, file:line, kind
+//	pdchaos-mutants --results runs/mutants       all of them
+//	pdchaos-mutants --probes abort,ack --limit 10 those matching, in that order
+//	pdchaos-mutants --render runs/mutants/mutants.json   mutants.md again
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pdchaos/pdchaos/internal/mutate"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	var (
+		root     = flag.String("root", ".", "the module to copy and mutate (read only)")
+		list     = flag.Bool("list", false, "print every mutant (probe, file:line, kind, what it drops) and exit")
+		probes   = flag.String("probes", "", "comma-separated probe names or substrings; mutants matching them run, in that order (default: all)")
+		kinds    = flag.String("kinds", "", "comma-separated kinds to run: skip, wrong-exit (default: both)")
+		limit    = flag.Int("limit", 0, "run at most this many mutants (0: no limit)")
+		results  = flag.String("results", "runs/mutants", "directory for mutants.md, mutants.json and (unless --work) the scratch copy")
+		work     = flag.String("work", "", "scratch directory for the module copy and run directories (default: a fresh one under $TMPDIR)")
+		coverage = flag.String("coverage", "", "reuse a coverage run: a directory of stored runs (result.json) or a coverage.json; default: run every preset once on the unmutated copy")
+		seed     = flag.Uint64("seed", 1, "seed of every run")
+		maxRuns  = flag.Int("max-runs", 2, "presets run per mutant at most (those hitting its probe most first); stops at the first catch")
+		timeout  = flag.Duration("run-timeout", 4*time.Minute, "limit of one pdchaos run")
+		render   = flag.String("render", "", "write mutants.md again from this mutants.json (into --results) and print its summary")
+	)
+	flag.Parse()
+	if *render != "" {
+		rep, err := mutate.LoadReport(*render)
+		if err == nil {
+			err = rep.Save(*results)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pdchaos-mutants:", err)
+			return 3
+		}
+		fmt.Print(rep.Summary())
+		return 0
+	}
+	all, observeOnly, err := mutate.List(*root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pdchaos-mutants:", err)
+		return 3
+	}
+	if *list {
+		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PROBE\tPLACE\tKIND\tDROPS")
+		for _, m := range all {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Probe, m.Place(), m.Kind, strings.Join(m.Dropped, "; "))
+		}
+		for _, s := range observeOnly {
+			fmt.Fprintf(tw, "%s\t%s:%d\t-\t(observe only: nothing follows the Hit)\n", s.Probe, s.File, s.Line)
+		}
+		tw.Flush()
+		fmt.Printf("%d mutants at %d sites; %d sites observe only\n", len(all), countSites(all), len(observeOnly))
+		return 0
+	}
+	chosen := choose(all, split(*probes), split(*kinds))
+	if *limit > 0 && len(chosen) > *limit {
+		chosen = chosen[:*limit]
+	}
+	if len(chosen) == 0 {
+		fmt.Fprintln(os.Stderr, "pdchaos-mutants: no mutant matches --probes/--kinds")
+		return 3
+	}
+	opts := mutate.Options{Root: *root, Work: *work, Seed: *seed, MaxRuns: *maxRuns, RunTimeout: *timeout, Log: os.Stderr}
+	if opts.Work == "" {
+		d, err := os.MkdirTemp("", "pdchaos-mutants-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pdchaos-mutants:", err)
+			return 3
+		}
+		defer os.RemoveAll(filepath.Join(d, "module"))
+		opts.Work = d
+	}
+	fmt.Fprintf(os.Stderr, "scratch copy and run directories: %s\n", opts.Work)
+	if *coverage != "" {
+		if opts.Coverage, opts.CoverageFailures, err = loadCoverage(*coverage); err != nil {
+			fmt.Fprintln(os.Stderr, "pdchaos-mutants:", err)
+			return 3
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := mutate.Run(ctx, opts, chosen)
+	if rep != nil {
+		rep.ObserveOnly = observeOnly
+		if serr := rep.Save(*results); serr != nil {
+			fmt.Fprintln(os.Stderr, "pdchaos-mutants:", serr)
+			return 3
+		}
+		fmt.Print(rep.Summary())
+		fmt.Printf("report: %s\n", filepath.Join(*results, "mutants.md"))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pdchaos-mutants:", err)
+		return 3
+	}
+	return 0
+}
+
+// choose keeps the mutants whose probe matches one of pats (exact name or
+// substring), ordered by the first pattern each matches, and whose kind is
+// in kinds; empty lists keep everything.
+func choose(all []mutate.Mutant, pats, kinds []string) []mutate.Mutant {
+	var out []mutate.Mutant
+	okKind := func(m mutate.Mutant) bool {
+		if len(kinds) == 0 {
+			return true
+		}
+		for _, k := range kinds {
+			if string(m.Kind) == k {
+				return true
+			}
+		}
+		return false
+	}
+	if len(pats) == 0 {
+		for _, m := range all {
+			if okKind(m) {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	taken := map[string]bool{}
+	for _, p := range pats {
+		for _, m := range all {
+			if !taken[m.ID()] && okKind(m) && (m.Probe == p || strings.Contains(m.Probe, p)) {
+				taken[m.ID()] = true
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+func loadCoverage(path string) (map[string]map[string]int64, []mutate.RunResult, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read coverage: %w", err)
+	}
+	if fi.IsDir() {
+		return mutate.CoverageFromRuns(path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read coverage: %w", err)
+	}
+	var cov map[string]map[string]int64
+	if err := json.Unmarshal(b, &cov); err != nil {
+		return nil, nil, fmt.Errorf("read coverage %s: %w", path, err)
+	}
+	return cov, nil, nil
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func countSites(ms []mutate.Mutant) int {
+	seen := map[string]bool{}
+	for _, m := range ms {
+		seen[m.Place()] = true
+	}
+	return len(seen)
+}

@@ -1,0 +1,361 @@
+package mutate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Verdict is what the gate's presets did to one mutant.
+type Verdict string
+
+const (
+	// Caught: a run of a preset failed a checker (or the engine crashed
+	// the run, which fails the gate too: Checker is "crash").
+	Caught Verdict = "caught"
+	// Missed: the mutant's probe was hit and every run passed.
+	Missed Verdict = "missed"
+	// NotReached: no run hit the probe, so the broken branch never ran
+	// (no preset reached it in the coverage run either, or none of the
+	// runs did).
+	NotReached Verdict = "not reached"
+	// NoBuild: the mutant does not compile; it is reported, not counted.
+	NoBuild Verdict = "no build"
+	// Inconclusive: a run proved nothing (exit 2 or 3) and none caught.
+	Inconclusive Verdict = "inconclusive"
+)
+
+// Options configure a mutation run. The zero value of each field but Root
+// has the default its comment gives.
+type Options struct {
+	// Root is the module to copy and mutate (its working tree, read only).
+	Root string
+	// Work is the scratch directory for the copies and run directories;
+	// default a fresh directory under os.TempDir().
+	Work string
+	// Seed is every run's seed; default 1.
+	Seed uint64
+	// Presets are the preset scenarios of the coverage run; default every
+	// suites/scenarios/*.yaml of Root.
+	Presets []string
+	// Coverage, when set, is a stored coverage (preset -> probe -> hits,
+	// as Run writes coverage.json) used instead of a coverage run.
+	Coverage map[string]map[string]int64
+	// CoverageFailures are the stored coverage's runs that did not pass
+	// (CoverageFromRuns returns them); reported with the results.
+	CoverageFailures []RunResult
+	// MaxRuns is how many presets run against one mutant at most, those
+	// that hit its probe most in the coverage run first; default 2. The
+	// runs stop at the first catch.
+	MaxRuns int
+	// RunTimeout bounds one pdchaos run; default 4m.
+	RunTimeout time.Duration
+	// Log gets one line per step; default io.Discard.
+	Log io.Writer
+}
+
+func (o *Options) defaults() error {
+	if o.Root == "" {
+		return errors.New("mutate: Options.Root is empty")
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.MaxRuns == 0 {
+		o.MaxRuns = 2
+	}
+	if o.RunTimeout == 0 {
+		o.RunTimeout = 4 * time.Minute
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if len(o.Presets) == 0 {
+		files, err := filepath.Glob(filepath.Join(o.Root, "suites", "scenarios", "*.yaml"))
+		if err != nil || len(files) == 0 {
+			return fmt.Errorf("mutate: no preset scenarios under %s/suites/scenarios", o.Root)
+		}
+		for _, f := range files {
+			o.Presets = append(o.Presets, strings.TrimSuffix(filepath.Base(f), ".yaml"))
+		}
+	}
+	if o.Work == "" {
+		d, err := os.MkdirTemp("", "pdchaos-mutants-")
+		if err != nil {
+			return fmt.Errorf("mutate: scratch dir: %w", err)
+		}
+		o.Work = d
+	}
+	return nil
+}
+
+// RunResult is what one pdchaos run left in its result.json.
+type RunResult struct {
+	Preset   string `json:"preset"`
+	ExitCode int    `json:"exit_code"`
+	// Failed lists the checkers that failed, in the judge's order.
+	Failed       []string `json:"failed,omitempty"`
+	FirstFailure string   `json:"first_failure,omitempty"`
+	// NotPassed lists the checkers that failed or were inconclusive.
+	NotPassed []string `json:"not_passed,omitempty"`
+	// Hits is how often the mutant's probes were hit in this run.
+	Hits int64 `json:"hits"`
+	// Crashed: the run ended without a result.json (the engine panicked
+	// or the harness died); Output holds the tail of its output.
+	Crashed bool             `json:"crashed,omitempty"`
+	Output  string           `json:"output,omitempty"`
+	Dir     string           `json:"dir,omitempty"`
+	Probes  map[string]int64 `json:"-"`
+}
+
+// Outcome is one mutant's verdict with the runs it rests on.
+type Outcome struct {
+	Mutant
+	Verdict Verdict `json:"verdict"`
+	// Checker is the first failing checker of the catching run.
+	Checker string `json:"checker,omitempty"`
+	// Preset is the catching preset (or, when missed, those that ran).
+	Preset     string      `json:"preset,omitempty"`
+	BuildError string      `json:"build_error,omitempty"`
+	Runs       []RunResult `json:"runs,omitempty"`
+}
+
+// Report is a whole mutation run.
+type Report struct {
+	Seed     uint64                      `json:"seed"`
+	Coverage map[string]map[string]int64 `json:"coverage"`
+	// CoverageFailures are coverage runs on the fixed engine that did not
+	// pass: a preset that fails unmutated says nothing about a mutant.
+	CoverageFailures []RunResult `json:"coverage_failures,omitempty"`
+	Outcomes         []Outcome   `json:"outcomes"`
+	// ObserveOnly are probe sites with no mutant (nothing follows the Hit).
+	ObserveOnly []Site `json:"observe_only,omitempty"`
+}
+
+// Run evaluates mutants: one copy of Root is built unmutated for the
+// coverage run (unless opts.Coverage is given), then each mutant is
+// applied to a second copy, built and run against the presets that reach
+// its probe. Product code in Root is never touched.
+func Run(ctx context.Context, opts Options, mutants []Mutant) (*Report, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	rep := &Report{Seed: opts.Seed, Coverage: opts.Coverage, CoverageFailures: opts.CoverageFailures}
+	dir := filepath.Join(opts.Work, "module")
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("mutate: clear %s: %w", dir, err)
+	}
+	fmt.Fprintf(opts.Log, "copy %s to %s\n", opts.Root, dir)
+	if err := CopyModule(ctx, opts.Root, dir); err != nil {
+		return nil, err
+	}
+	if rep.Coverage == nil {
+		bin, err := Build(ctx, dir)
+		if err != nil {
+			return nil, fmt.Errorf("mutate: the unmutated copy does not build: %w", err)
+		}
+		rep.Coverage = map[string]map[string]int64{}
+		for _, p := range opts.Presets {
+			fmt.Fprintf(opts.Log, "coverage: %s seed %d\n", p, opts.Seed)
+			r := runPreset(ctx, opts, bin, dir, filepath.Join(opts.Work, "coverage"), p, nil)
+			rep.Coverage[p] = r.Probes
+			if r.ExitCode != 0 {
+				rep.CoverageFailures = append(rep.CoverageFailures, r)
+			}
+		}
+		if b, err := json.MarshalIndent(rep.Coverage, "", "  "); err == nil {
+			_ = os.WriteFile(filepath.Join(opts.Work, "coverage.json"), b, 0o644)
+		}
+	}
+	for _, m := range mutants {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		o := evaluate(ctx, opts, rep.Coverage, dir, m)
+		if err := ctx.Err(); err != nil {
+			// Interrupted mid-mutant: its killed run is no verdict.
+			return rep, err
+		}
+		fmt.Fprintf(opts.Log, "%s: %s %s %s\n", m.ID(), o.Verdict, o.Checker, o.Preset)
+		rep.Outcomes = append(rep.Outcomes, o)
+	}
+	return rep, nil
+}
+
+func evaluate(ctx context.Context, opts Options, cov map[string]map[string]int64, dir string, m Mutant) Outcome {
+	o := Outcome{Mutant: m}
+	probes := append([]string{m.Probe}, m.Also...)
+	presets := reaching(cov, probes)
+	if len(presets) == 0 {
+		o.Verdict = NotReached
+		return o
+	}
+	// Restore the file from Root, then break it: the copy holds one
+	// mutant at a time.
+	if err := copyFile(filepath.Join(opts.Root, m.File), filepath.Join(dir, m.File)); err != nil {
+		o.Verdict, o.BuildError = NoBuild, fmt.Sprintf("restore %s: %v", m.File, err)
+		return o
+	}
+	defer func() { _ = copyFile(filepath.Join(opts.Root, m.File), filepath.Join(dir, m.File)) }()
+	if err := Apply(dir, m); err != nil {
+		o.Verdict, o.BuildError = NoBuild, err.Error()
+		return o
+	}
+	bin, err := Build(ctx, dir)
+	if err != nil {
+		o.Verdict, o.BuildError = NoBuild, err.Error()
+		return o
+	}
+	if len(presets) > opts.MaxRuns {
+		presets = presets[:opts.MaxRuns]
+	}
+	var hits int64
+	inconclusive := false
+	for _, p := range presets {
+		r := runPreset(ctx, opts, bin, dir, filepath.Join(opts.Work, "runs", safe(m.ID())), p, probes)
+		o.Runs = append(o.Runs, r)
+		hits += r.Hits
+		switch {
+		case r.Crashed:
+			o.Verdict, o.Checker, o.Preset = Caught, "crash", p
+			return o
+		case r.ExitCode == 1 && len(r.Failed) > 0:
+			o.Verdict, o.Checker, o.Preset = Caught, r.Failed[0], p
+			return o
+		case r.ExitCode != 0:
+			inconclusive = true
+		}
+	}
+	o.Preset = strings.Join(presets, ",")
+	switch {
+	case inconclusive:
+		o.Verdict = Inconclusive
+	case hits == 0:
+		o.Verdict = NotReached
+	default:
+		o.Verdict = Missed
+	}
+	return o
+}
+
+// reaching lists the presets whose coverage run hit any of probes, most
+// hits first (then by name, so the order is stable).
+func reaching(cov map[string]map[string]int64, probes []string) []string {
+	hits := map[string]int64{}
+	for p, m := range cov {
+		for _, pr := range probes {
+			hits[p] += m[pr]
+		}
+	}
+	var out []string
+	for p, h := range hits {
+		if h > 0 {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if hits[out[i]] != hits[out[j]] {
+			return hits[out[i]] > hits[out[j]]
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// resultFile is the part of result.json a mutation run reads.
+type resultFile struct {
+	ExitCode     int    `json:"exit_code"`
+	FirstFailure string `json:"first_failure"`
+	Checks       []struct {
+		Name   string `json:"name"`
+		Status string `json:"status"`
+	} `json:"checks"`
+	Probes map[string]int64 `json:"probes"`
+}
+
+// notPassed lists the checks that failed or were inconclusive.
+func (rf resultFile) notPassed() []string {
+	var out []string
+	for _, c := range rf.Checks {
+		if c.Status == "fail" || c.Status == "inconclusive" {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// runPreset runs `bin run preset --seed S --results under/preset` in the
+// copy and reads its result.json. The run gets its own process group, so
+// a timeout ends role processes with it.
+func runPreset(ctx context.Context, opts Options, bin, dir, under, preset string, probes []string) RunResult {
+	res := RunResult{Preset: preset, Dir: filepath.Join(under, preset)}
+	_ = os.MkdirAll(res.Dir, 0o755)
+	ctx, cancel := context.WithTimeout(ctx, opts.RunTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", preset, "--seed", fmt.Sprint(opts.Seed), "--results", res.Dir)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		res.ExitCode = ee.ExitCode()
+	default:
+		res.ExitCode = -1
+	}
+	files, _ := filepath.Glob(filepath.Join(res.Dir, "*", "result.json"))
+	var rf resultFile
+	b, rerr := os.ReadFile(firstOr(files))
+	if rerr != nil || json.Unmarshal(b, &rf) != nil {
+		res.Crashed = res.ExitCode != 0
+		res.Output = tail(out.String(), 2000)
+		return res
+	}
+	res.FirstFailure, res.Probes, res.NotPassed = rf.FirstFailure, rf.Probes, rf.notPassed()
+	if res.ExitCode == 0 {
+		res.ExitCode = rf.ExitCode
+	}
+	for _, c := range rf.Checks {
+		if c.Status == "fail" {
+			res.Failed = append(res.Failed, c.Name)
+		}
+	}
+	for _, p := range probes {
+		res.Hits += rf.Probes[p]
+	}
+	return res
+}
+
+func firstOr(files []string) string {
+	slices.Sort(files)
+	if len(files) == 0 {
+		return "/nonexistent/result.json"
+	}
+	return files[len(files)-1]
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+func safe(id string) string {
+	return strings.NewReplacer("/", "_", "@", "_", ":", "_").Replace(id)
+}
