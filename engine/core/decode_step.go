@@ -2,6 +2,8 @@ package core
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -87,8 +89,11 @@ func (d *Decode) Step(now time.Time) (DecodeStepResult, error) {
 	}
 	d.running = keep
 
-	for room, aw := range d.awaiting {
-		if now.Sub(aw.since) > d.cfg.AckTimeout {
+	// Rooms are freed in room order, not map order: the free list is LIFO,
+	// so the order decides which pages the next request gets, and a
+	// simulated run must replay exactly.
+	for _, room := range slices.Sorted(maps.Keys(d.awaiting)) {
+		if aw := d.awaiting[room]; now.Sub(aw.since) > d.cfg.AckTimeout {
 			d.probes.Hit(contract.ProbeDecodeAckTimeoutFree)
 			d.hist.Note(now, room, "decode", 0, "ack-timeout", "freeing pages without prefill's ACK")
 			d.freeAwaiting(room)
