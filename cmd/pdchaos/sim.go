@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/sim"
+	simscenario "github.com/pdchaos/pdchaos/sim/scenario"
+)
+
+// newSimCmd runs a scenario in the deterministic simulator: a seed range
+// on every core, or one seed replayed with its interleaving.
+func newSimCmd() *cobra.Command {
+	var seeds, regressions []string
+	var seed uint64
+	var trace, probes, first bool
+	var workers int
+	cmd := &cobra.Command{
+		Use:   "sim SCENARIO",
+		Short: "Run a scenario in the deterministic simulator: explore seeds (--seeds 1..N) or replay one (--seed S --trace)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := loadScenario(args[0])
+			if err != nil {
+				return &exitError{exitHarness, err}
+			}
+			if len(regressions) > 0 {
+				sc.Engine.Regressions = append(sc.Engine.Regressions, regressions...)
+			}
+			cfg, skipped, err := simscenario.Config(sc)
+			if err != nil {
+				return &exitError{exitHarness, err}
+			}
+			out := cmd.OutOrStdout()
+			for _, s := range skipped {
+				fmt.Fprintf(out, "skipped %s\n", s)
+			}
+			if cmd.Flags().Changed("seed") {
+				return simOne(out, cfg, seed, trace, probes)
+			}
+			from, to, err := parseSeeds(strings.Join(seeds, ","))
+			if err != nil {
+				return &exitError{exitHarness, err}
+			}
+			start := time.Now()
+			sum, err := sim.Explore(cmd.Context(), cfg, from, to, sim.ExploreOptions{Workers: workers, StopAtFirst: first})
+			wall := time.Since(start)
+			if err != nil && sum.Seeds == 0 {
+				return &exitError{exitHarness, err}
+			}
+			for _, r := range sum.Failing {
+				fmt.Fprintf(out, "seed %d: FAIL %s: %s\n", r.Seed, r.Failed, firstFailure(r))
+			}
+			fmt.Fprintf(out, "%s: %d seeds, %d failing, %v wall (%.1f seeds/s, %.0f simulated requests/s, %d workers)\n",
+				cfg.Name, sum.Seeds, len(sum.Failing), wall.Round(time.Millisecond), float64(sum.Seeds)/wall.Seconds(),
+				float64(sum.Requests)/wall.Seconds(), workers)
+			if len(sum.Failing) > 0 {
+				fmt.Fprintf(out, "replay: pdchaos sim %s --seed %d --trace%s\n", args[0], sum.Failing[0].Seed, regressionFlags(regressions))
+			}
+			if probes {
+				printCoverage(out, sum.ProbeSeeds, sum.Seeds)
+			}
+			if len(sum.Failing) > 0 {
+				return &exitError{exitViolation, fmt.Errorf("sim %s: %d of %d seeds fail", cfg.Name, len(sum.Failing), sum.Seeds)}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&seeds, "seeds", []string{"1..100"}, "seed range FROM..TO to explore")
+	fl.Uint64Var(&seed, "seed", 0, "replay this one seed")
+	fl.StringSliceVar(&regressions, "regression", nil, "switch on a known regression by name (repeatable)")
+	fl.BoolVar(&trace, "trace", false, "with --seed: print the interleaving (actor steps, messages, faults)")
+	fl.BoolVar(&probes, "probes", false, "print code probe coverage")
+	fl.BoolVar(&first, "first", false, "stop at the first failing seed")
+	fl.IntVar(&workers, "workers", runtime.NumCPU(), "seeds run at once (default: one per core)")
+	return cmd
+}
+
+func regressionFlags(rs []string) string {
+	var b strings.Builder
+	for _, r := range rs {
+		b.WriteString(" --regression " + r)
+	}
+	return b.String()
+}
+
+// simOne replays one seed and prints its verdict, trace and probes.
+func simOne(out io.Writer, cfg sim.Config, seed uint64, trace, probes bool) error {
+	r, err := sim.Run(cfg, seed, sim.Options{Trace: trace})
+	if err != nil {
+		return &exitError{exitHarness, err}
+	}
+	if trace {
+		fmt.Fprint(out, r.Trace)
+	}
+	for _, c := range r.Checks {
+		fmt.Fprintf(out, "%-16s %-12s %s\n", c.Name, c.Status, c.Summary)
+	}
+	fmt.Fprintf(out, "seed %d: %d requests, %d steps, %v simulated\n", seed, r.Requests, r.Steps, r.SimTime.Round(time.Millisecond))
+	if probes {
+		hit := map[string]int{}
+		for n, h := range r.Probes {
+			if h > 0 {
+				hit[n] = int(h)
+			}
+		}
+		printCoverage(out, hit, 0)
+	}
+	if r.Failed != "" {
+		return &exitError{exitViolation, fmt.Errorf("sim %s seed %d: %s", cfg.Name, seed, firstFailure(r))}
+	}
+	return nil
+}
+
+func firstFailure(r sim.Result) string {
+	c, _ := r.Checks.Get(r.Failed)
+	return c.Summary
+}
+
+// printCoverage lists every probe with its count: seeds that hit it over a
+// range (seeds > 0), or hits in one run.
+func printCoverage(out io.Writer, hits map[string]int, seeds int) {
+	all := contract.Probes()
+	names := make([]string, 0, len(all))
+	missed := 0
+	for _, p := range all {
+		names = append(names, p.Name)
+		if hits[p.Name] == 0 {
+			missed++
+		}
+	}
+	sort.Strings(names)
+	what := "hits"
+	if seeds > 0 {
+		what = "seeds"
+	}
+	fmt.Fprintf(out, "code probes: %d of %d hit\n", len(names)-missed, len(names))
+	for _, n := range names {
+		mark := " "
+		if hits[n] == 0 {
+			mark = "-"
+		}
+		fmt.Fprintf(out, "  %s %-52s %d %s\n", mark, n, hits[n], what)
+	}
+}
+
+// parseSeeds reads "N" or "FROM..TO".
+func parseSeeds(s string) (uint64, uint64, error) {
+	lo, hi, ok := strings.Cut(strings.TrimSpace(s), "..")
+	from, err := strconv.ParseUint(lo, 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("sim --seeds %q: want FROM..TO", s)
+	}
+	if !ok {
+		return from, from, nil
+	}
+	to, err := strconv.ParseUint(hi, 10, 64)
+	if err != nil || to < from {
+		return 0, 0, fmt.Errorf("sim --seeds %q: want FROM..TO with TO >= FROM", s)
+	}
+	return from, to, nil
+}
