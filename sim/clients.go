@@ -182,6 +182,7 @@ func (s *run) prefillGenerate(req *request) {
 		return
 	}
 	if err := s.p.Add(s.wall(), req.rid, req.room, req.tokens); err != nil {
+		s.tracef("prefill/http", "generate rid=%s: %v", req.rid, err)
 		req.pLive = false
 		s.rprobes.Hit(contract.ProbeRouterPrefillFailed)
 		return
@@ -260,11 +261,13 @@ func (s *run) closeUpstream(req *request) {
 	}
 	s.transmit(contract.LinkRouterPrefill, &msg{kind: "http", room: req.room, desc: "close " + req.rid, deliver: func() {
 		if !req.pLive {
+			s.tracef("prefill/http", "close rid=%s: prefill already answered", req.rid)
 			return
 		}
 		req.pLive = false
 		delete(s.pwait, req.rid)
 		s.pprobes.Hit(contract.ProbePrefillClientGone)
+		s.tracef("prefill/http", "client gone rid=%s: abort", req.rid)
 		if !s.p.Abort(s.wall(), req.rid) {
 			s.p.ClientGone(s.wall(), req.room, req.rid)
 		}
@@ -277,6 +280,7 @@ func (s *run) closeUpstream(req *request) {
 		req.dLive = false
 		delete(s.streams, req.rid)
 		s.dprobes.Hit(contract.ProbeDecodeClientGone)
+		s.tracef("decode/http", "client gone rid=%s: abort", req.rid)
 		s.d.Abort(s.wall(), req.rid)
 		s.kick(&s.dSched)
 	}})

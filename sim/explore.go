@@ -30,6 +30,19 @@ type ExploreOptions struct {
 	// StopAtFirst stops handing out seeds once one fails; the summary
 	// then holds the lowest failing seed found.
 	StopAtFirst bool
+	// Checker, when set, counts a seed as failing only when this checker
+	// fails (a regression's catalogue checker), so a hunt for one bug is
+	// not stopped by another finding.
+	Checker string
+}
+
+// fails reports whether r counts as failing under o.
+func (o ExploreOptions) fails(r Result) bool {
+	if o.Checker == "" {
+		return r.Failed != ""
+	}
+	c, ok := r.Checks.Get(o.Checker)
+	return ok && c.Status == "fail"
 }
 
 // Explore runs cfg for every seed in [from, to] and gathers failures and
@@ -82,7 +95,7 @@ func Explore(ctx context.Context, cfg Config, from, to uint64, o ExploreOptions)
 				sum.ProbeSeeds[n]++
 			}
 		}
-		if r.Failed != "" {
+		if o.fails(r) {
 			r.Trace, r.Events = "", nil
 			sum.Failing = append(sum.Failing, r)
 			if o.StopAtFirst && !stopped {

@@ -111,7 +111,7 @@ func (s *run) transmit(name string, m *msg) {
 func (s *run) put(l *link, m *msg, extra time.Duration, fifo bool) {
 	at := s.now + s.baseLatency() + extra
 	if fifo {
-		at = max(at, l.last)
+		at = max(at, l.last+1) // strictly after: a tie would let the scheduler reorder a TCP stream
 		l.last = at
 	}
 	if extra > 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ func newSimCmd() *cobra.Command {
 	var seed uint64
 	var trace, probes, first bool
 	var workers int
+	var checker string
 	cmd := &cobra.Command{
 		Use:   "sim SCENARIO",
 		Short: "Run a scenario in the deterministic simulator: explore seeds (--seeds 1..N) or replay one (--seed S --trace)",
@@ -34,6 +36,9 @@ func newSimCmd() *cobra.Command {
 			}
 			if len(regressions) > 0 {
 				sc.Engine.Regressions = append(sc.Engine.Regressions, regressions...)
+			}
+			if checker != "" && !slices.Contains(contract.CheckNames(), checker) {
+				return &exitError{exitHarness, fmt.Errorf("sim --checker %q: not a checker (%s)", checker, strings.Join(contract.CheckNames(), ", "))}
 			}
 			cfg, skipped, err := simscenario.Config(sc)
 			if err != nil {
@@ -51,13 +56,18 @@ func newSimCmd() *cobra.Command {
 				return &exitError{exitHarness, err}
 			}
 			start := time.Now()
-			sum, err := sim.Explore(cmd.Context(), cfg, from, to, sim.ExploreOptions{Workers: workers, StopAtFirst: first})
+			sum, err := sim.Explore(cmd.Context(), cfg, from, to, sim.ExploreOptions{Workers: workers, StopAtFirst: first, Checker: checker})
 			wall := time.Since(start)
 			if err != nil && sum.Seeds == 0 {
 				return &exitError{exitHarness, err}
 			}
 			for _, r := range sum.Failing {
-				fmt.Fprintf(out, "seed %d: FAIL %s: %s\n", r.Seed, r.Failed, firstFailure(r))
+				name := r.Failed
+				if checker != "" {
+					name = checker
+				}
+				c, _ := r.Checks.Get(name)
+				fmt.Fprintf(out, "seed %d: FAIL %s: %s\n", r.Seed, name, c.Summary)
 			}
 			fmt.Fprintf(out, "%s: %d seeds, %d failing, %v wall (%.1f seeds/s, %.0f simulated requests/s, %d workers)\n",
 				cfg.Name, sum.Seeds, len(sum.Failing), wall.Round(time.Millisecond), float64(sum.Seeds)/wall.Seconds(),
@@ -81,6 +91,7 @@ func newSimCmd() *cobra.Command {
 	fl.BoolVar(&trace, "trace", false, "with --seed: print the interleaving (actor steps, messages, faults)")
 	fl.BoolVar(&probes, "probes", false, "print code probe coverage")
 	fl.BoolVar(&first, "first", false, "stop at the first failing seed")
+	fl.StringVar(&checker, "checker", "", "count a seed as failing only when this checker fails")
 	fl.IntVar(&workers, "workers", runtime.NumCPU(), "seeds run at once (default: one per core)")
 	return cmd
 }
