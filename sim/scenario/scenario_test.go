@@ -77,3 +77,16 @@ func TestRegressionCaught(t *testing.T) {
 		t.Fatalf("%s on: no checker failed", r.Name)
 	}
 }
+
+// The product core sweeps orphan transfer infos: late-registration's
+// rooms all end (the pdchaos_mutant build, which does not, fails here).
+func TestLateRegistrationRoomsEnd(t *testing.T) {
+	t.Parallel()
+	r, err := sim.Run(preset(t, "late-registration"), 1, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := r.Checks.Get(contract.CheckRoomsTerminal); c.Status != "pass" {
+		t.Fatalf("rooms-terminal %s: %s", c.Status, c.Summary)
+	}
+}
