@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"slices"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/harness"
 	"github.com/pdchaos/pdchaos/sim"
 	simscenario "github.com/pdchaos/pdchaos/sim/scenario"
 )
@@ -24,7 +26,7 @@ func newSimCmd() *cobra.Command {
 	var seed uint64
 	var trace, probes, first bool
 	var workers int
-	var checker string
+	var checker, shrinkTo string
 	cmd := &cobra.Command{
 		Use:   "sim SCENARIO",
 		Short: "Run a scenario in the deterministic simulator: explore seeds (--seeds 1..N) or replay one (--seed S --trace)",
@@ -47,6 +49,9 @@ func newSimCmd() *cobra.Command {
 			out := cmd.OutOrStdout()
 			for _, s := range skipped {
 				fmt.Fprintf(out, "skipped %s\n", s)
+			}
+			if cmd.Flags().Changed("seed") && shrinkTo != "" {
+				return simShrink(out, sc, seed, checker, shrinkTo)
 			}
 			if cmd.Flags().Changed("seed") {
 				return simOne(out, cfg, seed, trace, probes)
@@ -91,9 +96,42 @@ func newSimCmd() *cobra.Command {
 	fl.BoolVar(&trace, "trace", false, "with --seed: print the interleaving (actor steps, messages, faults)")
 	fl.BoolVar(&probes, "probes", false, "print code probe coverage")
 	fl.BoolVar(&first, "first", false, "stop at the first failing seed")
+	fl.StringVar(&shrinkTo, "shrink", "", "with --seed: shrink the failing run (fewer requests, faults, shorter) and write the minimal scenario file here")
 	fl.StringVar(&checker, "checker", "", "count a seed as failing only when this checker fails")
 	fl.IntVar(&workers, "workers", runtime.NumCPU(), "seeds run at once (default: one per core)")
 	return cmd
+}
+
+// simShrink shrinks a failing seed and writes the minimal scenario.
+func simShrink(out io.Writer, sc *harness.Scenario, seed uint64, checker, path string) error {
+	if checker == "" {
+		cfg, _, err := simscenario.Config(sc)
+		if err != nil {
+			return &exitError{exitHarness, err}
+		}
+		r, err := sim.Run(cfg, seed, sim.Options{})
+		if err != nil {
+			return &exitError{exitHarness, err}
+		}
+		if r.Failed == "" {
+			return &exitError{exitHarness, fmt.Errorf("sim --shrink: seed %d of %s fails no checker", seed, sc.Name)}
+		}
+		checker = r.Failed
+	}
+	sh, err := simscenario.Shrink(sc, seed, checker)
+	if err != nil {
+		return &exitError{exitHarness, err}
+	}
+	y, err := sh.Scenario.YAML()
+	if err != nil {
+		return &exitError{exitHarness, err}
+	}
+	if err := os.WriteFile(path, y, 0o644); err != nil {
+		return &exitError{exitHarness, fmt.Errorf("sim --shrink: write %s: %w", path, err)}
+	}
+	fmt.Fprintf(out, "shrunk %s seed %d (%s fails) in %d runs\n  before: %s\n  after:  %s\nwrote %s; replay: pdchaos sim %s --seed %d\n",
+		sc.Name, seed, checker, sh.Tries, sh.Before, sh.After, path, path, seed)
+	return nil
 }
 
 func regressionFlags(rs []string) string {

@@ -90,3 +90,41 @@ func TestLateRegistrationRoomsEnd(t *testing.T) {
 		t.Fatalf("rooms-terminal %s: %s", c.Status, c.Summary)
 	}
 }
+
+// Shrinking keeps the failure: the minimal scenario is smaller, parses
+// back as a scenario file, and its seed still fails the same checker.
+func TestShrinkKeepsFailure(t *testing.T) {
+	t.Parallel()
+	sc, err := harness.LoadScenario("tp2-abort-storm", scenarios.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Engine.Regressions = []string{contract.RankDesync}
+	sh, err := Shrink(sc, 1, contract.CheckLiveness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sh.After.Requests >= sh.Before.Requests || sh.After.Agents >= sh.Before.Agents {
+		t.Fatalf("not smaller: before %s, after %s", sh.Before, sh.After)
+	}
+	y, err := sh.Scenario.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := harness.ParseScenario("min.yaml", y)
+	if err != nil {
+		t.Fatalf("shrunk scenario does not parse: %v\n%s", err, y)
+	}
+	cfg, _, err := Config(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := sim.Run(cfg, back.Seed, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := r.Checks.Get(contract.CheckLiveness); c.Status != "fail" {
+		t.Fatalf("replay of the shrunk file: liveness %s: %s", c.Status, c.Summary)
+	}
+	t.Logf("%s → %s in %d tries", sh.Before, sh.After, sh.Tries)
+}
