@@ -81,8 +81,9 @@ func Shrink(sc *harness.Scenario, seed uint64, checker string) (Shrunk, error) {
 			}
 		}
 	}
-	cur.Name = sc.Name + "-min"
-	cur.Description = fmt.Sprintf("shrunk from %s: seed %d still fails %s (%s before, %s after)", sc.Name, seed, checker, out.Before, size)
+	// The name stays: it is part of the random stream (sim hashes it with
+	// the seed), so a renamed file would replay another run.
+	cur.Description = fmt.Sprintf("minimal repro shrunk from %s: seed %d still fails %s (%s before, %s after)", sc.Name, seed, checker, out.Before, size)
 	out.Scenario, out.After = &cur, size
 	return out, nil
 }
