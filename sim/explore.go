@@ -34,6 +34,8 @@ type ExploreOptions struct {
 	// fails (a regression's catalogue checker), so a hunt for one bug is
 	// not stopped by another finding.
 	Checker string
+	// Swarm draws each seed's fault mix and client policy (see Swarm).
+	Swarm bool
 }
 
 // fails reports whether r counts as failing under o.
@@ -63,7 +65,15 @@ func Explore(ctx context.Context, cfg Config, from, to uint64, o ExploreOptions)
 		go func() {
 			defer wg.Done()
 			for seed := range seeds {
-				r, _ := Run(cfg, seed, Options{}) // cfg validated above
+				c, desc := cfg, ""
+				if o.Swarm {
+					c, desc = Swarm(cfg, seed)
+				}
+				r, err := Run(c, seed, Options{})
+				if err != nil { // a drawn config the validator refuses: a bug in Swarm
+					r = Result{Seed: seed, Failed: "config", Swarm: err.Error()}
+				}
+				r.Swarm = desc
 				results <- r
 			}
 		}()

@@ -40,6 +40,8 @@ type Result struct {
 	Trace string
 	// Events is the judged log, when Options.Events.
 	Events []check.Event
+	// Swarm says what a swarm seed drew (Explore with Swarm).
+	Swarm string
 }
 
 // run is one simulation: the world plus the engine, router and clients.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -24,7 +25,7 @@ import (
 func newSimCmd() *cobra.Command {
 	var seeds, regressions []string
 	var seed uint64
-	var trace, probes, first bool
+	var trace, probes, first, swarm bool
 	var workers int
 	var checker, shrinkTo string
 	cmd := &cobra.Command{
@@ -54,6 +55,11 @@ func newSimCmd() *cobra.Command {
 				return simShrink(out, sc, seed, checker, shrinkTo)
 			}
 			if cmd.Flags().Changed("seed") {
+				if swarm {
+					var desc string
+					cfg, desc = sim.Swarm(cfg, seed)
+					fmt.Fprintln(out, desc)
+				}
 				return simOne(out, cfg, seed, trace, probes)
 			}
 			from, to, err := parseSeeds(strings.Join(seeds, ","))
@@ -61,7 +67,7 @@ func newSimCmd() *cobra.Command {
 				return &exitError{exitHarness, err}
 			}
 			start := time.Now()
-			sum, err := sim.Explore(cmd.Context(), cfg, from, to, sim.ExploreOptions{Workers: workers, StopAtFirst: first, Checker: checker})
+			sum, err := sim.Explore(cmd.Context(), cfg, from, to, sim.ExploreOptions{Workers: workers, StopAtFirst: first, Checker: checker, Swarm: swarm})
 			wall := time.Since(start)
 			if err != nil && sum.Seeds == 0 {
 				return &exitError{exitHarness, err}
@@ -73,12 +79,28 @@ func newSimCmd() *cobra.Command {
 				}
 				c, _ := r.Checks.Get(name)
 				fmt.Fprintf(out, "seed %d: FAIL %s: %s\n", r.Seed, name, c.Summary)
+				if r.Swarm != "" {
+					fmt.Fprintf(out, "  %s\n", r.Swarm)
+				}
 			}
 			fmt.Fprintf(out, "%s: %d seeds, %d failing, %v wall (%.1f seeds/s, %.0f simulated requests/s, %d workers)\n",
 				cfg.Name, sum.Seeds, len(sum.Failing), wall.Round(time.Millisecond), float64(sum.Seeds)/wall.Seconds(),
 				float64(sum.Requests)/wall.Seconds(), workers)
+			byChecker := map[string]int{}
+			for _, r := range sum.Failing {
+				for _, c := range r.Checks.Failed() {
+					byChecker[c]++
+				}
+			}
+			for _, c := range slices.Sorted(maps.Keys(byChecker)) {
+				fmt.Fprintf(out, "  %s failed in %d seeds\n", c, byChecker[c])
+			}
 			if len(sum.Failing) > 0 {
-				fmt.Fprintf(out, "replay: pdchaos sim %s --seed %d --trace%s\n", args[0], sum.Failing[0].Seed, regressionFlags(regressions))
+				sw := ""
+				if swarm {
+					sw = " --swarm"
+				}
+				fmt.Fprintf(out, "replay: pdchaos sim %s --seed %d --trace%s%s\n", args[0], sum.Failing[0].Seed, sw, regressionFlags(regressions))
 			}
 			if probes {
 				printCoverage(out, sum.ProbeSeeds, sum.Seeds)
@@ -95,6 +117,7 @@ func newSimCmd() *cobra.Command {
 	fl.StringSliceVar(&regressions, "regression", nil, "switch on a known regression by name (repeatable)")
 	fl.BoolVar(&trace, "trace", false, "with --seed: print the interleaving (actor steps, messages, faults)")
 	fl.BoolVar(&probes, "probes", false, "print code probe coverage")
+	fl.BoolVar(&swarm, "swarm", false, "swarm testing: each seed also draws which fault kinds (and cancel and kill policies) are on")
 	fl.BoolVar(&first, "first", false, "stop at the first failing seed")
 	fl.StringVar(&shrinkTo, "shrink", "", "with --seed: shrink the failing run (fewer requests, faults, shorter) and write the minimal scenario file here")
 	fl.StringVar(&checker, "checker", "", "count a seed as failing only when this checker fails")

@@ -128,3 +128,30 @@ func TestShrinkKeepsFailure(t *testing.T) {
 	}
 	t.Logf("%s → %s in %d tries", sh.Before, sh.After, sh.Tries)
 }
+
+// Swarm draws from the seed alone: the same seed the same mix, and across
+// seeds the palette's kinds are all drawn.
+func TestSwarmDrawsFromSeed(t *testing.T) {
+	t.Parallel()
+	cfg := preset(t, "abort-storm")
+	_, a := sim.Swarm(cfg, 5)
+	_, b := sim.Swarm(cfg, 5)
+	if a != b {
+		t.Fatalf("seed 5 twice: %q vs %q", a, b)
+	}
+	seen := map[string]bool{}
+	for seed := range uint64(60) {
+		c, _ := sim.Swarm(cfg, seed)
+		if err := c.Validate(); err != nil {
+			t.Fatalf("swarm seed %d: %v", seed, err)
+		}
+		for _, f := range c.Faults {
+			seen[f.Kind] = true
+		}
+	}
+	for _, k := range sim.Modelled() {
+		if k != "link-down" && k != "timeout" && !seen[k] {
+			t.Errorf("60 swarm seeds never drew %s", k)
+		}
+	}
+}
