@@ -156,8 +156,8 @@ func (s *run) send(req *request) {
 	req.expected = model.Generate(model.Seed(model.PromptKV(req.tokens)), req.maxNew)
 	req.pLive, req.dLive = true, true
 	s.tracef("router", "send rid=%s room=%d agent=%d tokens=%d max=%d plan=%q", req.rid, req.room, req.agent, len(req.tokens), req.maxNew, req.plan)
-	s.transmit(contract.LinkRouterPrefill, &msg{kind: "http", room: req.room, desc: "generate " + req.rid, deliver: func() { s.prefillGenerate(req) }})
-	s.transmit(contract.LinkRouterDecode, &msg{kind: "http", room: req.room, desc: "generate " + req.rid, deliver: func() { s.decodeGenerate(req) }})
+	s.transmit(contract.LinkRouterPrefill+"#"+req.rid, &msg{kind: "http", room: req.room, desc: "generate " + req.rid, deliver: func() { s.prefillGenerate(req) }})
+	s.transmit(contract.LinkRouterDecode+"#"+req.rid, &msg{kind: "http", room: req.room, desc: "generate " + req.rid, deliver: func() { s.decodeGenerate(req) }})
 	hang := s.clients.HangTimeout
 	if req.probe {
 		hang = s.checks.ProbeDeadline
@@ -213,7 +213,7 @@ func (s *run) decodeGenerate(req *request) {
 
 // toClient carries something from decode back through the router.
 func (s *run) toClient(req *request, fn func()) {
-	s.transmit(contract.LinkRouterDecode+"<", &msg{kind: "http", room: req.room, desc: req.rid, deliver: fn})
+	s.transmit(contract.LinkRouterDecode+"#"+req.rid+"<", &msg{kind: "http", room: req.room, desc: req.rid, deliver: fn})
 }
 
 func (s *run) onToken(req *request, piece string, done bool) {
@@ -259,7 +259,7 @@ func (s *run) closeUpstream(req *request) {
 	if req.pLive || req.dLive {
 		s.rprobes.Hit(contract.ProbeRouterClientLeftEarly)
 	}
-	s.transmit(contract.LinkRouterPrefill, &msg{kind: "http", room: req.room, desc: "close " + req.rid, deliver: func() {
+	s.transmit(contract.LinkRouterPrefill+"#"+req.rid, &msg{kind: "http", room: req.room, desc: "close " + req.rid, deliver: func() {
 		if !req.pLive {
 			s.tracef("prefill/http", "close rid=%s: prefill already answered", req.rid)
 			return
@@ -273,7 +273,7 @@ func (s *run) closeUpstream(req *request) {
 		}
 		s.kick(&s.pSched)
 	}})
-	s.transmit(contract.LinkRouterDecode, &msg{kind: "http", room: req.room, desc: "close " + req.rid, deliver: func() {
+	s.transmit(contract.LinkRouterDecode+"#"+req.rid, &msg{kind: "http", room: req.room, desc: "close " + req.rid, deliver: func() {
 		if !req.dLive {
 			return
 		}

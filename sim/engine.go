@@ -152,7 +152,7 @@ func (s *run) prefillOut() {
 		n := s.notify[rank-notifyBase]
 		frames := o.Frames
 		kind, room := s.noticeKind(frames)
-		s.transmit(contract.ControlLink(o.Rank), &msg{kind: kind, room: room, desc: framesString(frames), deliver: func() {
+		s.transmit(contract.ControlLink(o.Rank)+"#notify", &msg{kind: kind, room: room, desc: framesString(frames), deliver: func() {
 			n.frames = append(n.frames, frames)
 			s.kick(&n.actor)
 		}})
@@ -217,7 +217,7 @@ func (s *run) workerStep(wk *worker) {
 // decode's KV listener and ends the worker's step on decode's reply.
 func (s *run) sendChunk(wk *worker) {
 	c := wk.chunk
-	name := contract.KVLink(c.Rank)
+	name := fmt.Sprintf("%s#w%d", contract.KVLink(c.Rank), wk.w)
 	end := func(err error) {
 		s.tracef(wk.name, "end room=%d chunk=%d err=%v", c.Room, c.ID, err)
 		s.p.WorkerEnd(s.wall(), wk.rank, wk.w, err)
@@ -227,7 +227,7 @@ func (s *run) sendChunk(wk *worker) {
 		s.kick(&wk.actor)
 	}
 	for _, wn := range s.windows {
-		if wn.active && wn.f.Link == name && (wn.f.Kind == "reset-peer" || wn.f.Kind == "link-down" || wn.f.Kind == "timeout") {
+		if wn.active && wn.f.Link == contract.KVLink(c.Rank) && (wn.f.Kind == "reset-peer" || wn.f.Kind == "link-down" || wn.f.Kind == "timeout") {
 			wn.affected++
 			s.pprobes.Hit(contract.ProbePrefillKVWriteFailed)
 			s.after(s.baseLatency(), wk.name, func() { end(errors.New("write kv chunk: connection reset")) })

@@ -45,9 +45,13 @@ func (s *run) link(name string) *link {
 	return l
 }
 
-// transmit sends m on link name through the active faults on that link.
-func (s *run) transmit(name string, m *msg) {
-	l := s.link(name)
+// transmit sends m on connection conn through the active faults on its
+// link. conn is the link's name, or the name, '#' and a connection key
+// where the link carries many connections (a worker's KV stream, one
+// HTTP request): order holds per connection, faults match by link name.
+func (s *run) transmit(conn string, m *msg) {
+	l := s.link(conn)
+	name, _, _ := strings.Cut(conn, "#")
 	lost, dup, fifo := false, false, true
 	var extra time.Duration
 	for _, wn := range s.windows {

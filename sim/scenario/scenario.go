@@ -6,6 +6,7 @@ package scenario
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/pdchaos/pdchaos/faults/catalog"
 	"github.com/pdchaos/pdchaos/harness"
@@ -69,6 +70,12 @@ func Config(sc *harness.Scenario) (sim.Config, []Skipped, error) {
 			continue
 		case (fs.Kind == "pause-transfer-workers" || fs.Kind == "pause-transfer-writes") && f.Role == "decode":
 			skipped = append(skipped, Skipped{i, fs.Kind, "decode has no transfer workers to pause"})
+			continue
+		case (fs.Kind == "reset-peer" || fs.Kind == "link-down" || fs.Kind == "timeout") && !strings.HasPrefix(f.Link, "control/") && !strings.HasPrefix(f.Link, "kv/"):
+			skipped = append(skipped, Skipped{i, fs.Kind, "only control/N and kv/N connections can be cut in the simulator"})
+			continue
+		case fs.Kind == "latency" && f.Link == "bootstrap":
+			skipped = append(skipped, Skipped{i, fs.Kind, "the simulator has no bootstrap HTTP hop"})
 			continue
 		case fs.Kind == "sigstop" && f.Role == "router":
 			skipped = append(skipped, Skipped{i, fs.Kind, "the simulated router cannot be stopped"})
