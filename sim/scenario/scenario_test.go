@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"testing"
+	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/harness"
@@ -61,6 +62,7 @@ func TestRegressionCaught(t *testing.T) {
 	t.Parallel()
 	r, _ := contract.LookupRegression(contract.DecodeAbortLeak)
 	cfg := preset(t, r.Caught.Scenario)
+	cfg.Duration = 5 * time.Second
 	fixed, err := sim.Run(cfg, 1, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -100,6 +102,8 @@ func TestShrinkKeepsFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc.Engine.Regressions = []string{contract.RankDesync}
+	sc.Duration = 4 * time.Second // a smaller start keeps the test quick
+	sc.Agents.Options.Agents = 8
 	sh, err := Shrink(sc, 1, contract.CheckLiveness)
 	if err != nil {
 		t.Fatal(err)
