@@ -14,8 +14,9 @@ import (
 type Config struct {
 	// Name is the scenario's name, in traces and event logs.
 	Name string
-	// Seed drives every random choice of a run: scheduling order, message
-	// latencies, the router's rooms, the clients and fault timing.
+	// Seed is the scenario file's own seed, kept for the record; Run takes
+	// the seed to use, which drives every random choice of a run
+	// (scheduling order, latencies, rooms, clients, fault timing).
 	Seed uint64
 	// Duration is how long the clients send (warm-up included); required.
 	Duration time.Duration

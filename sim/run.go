@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/pdchaos/pdchaos/agents/outcome"
@@ -47,6 +46,7 @@ type Result struct {
 // run is one simulation: the world plus the engine, router and clients.
 type run struct {
 	*world
+	seed    uint64
 	cfg     contract.EngineConfig
 	clients Clients
 	checks  Checks
@@ -79,7 +79,6 @@ type run struct {
 	outcomes []outcome.Outcome
 	ended    int
 	events   []check.Event
-	probeOut []check.Probe
 }
 
 // Run simulates cfg with seed and judges the run. It fails only on a bad
@@ -107,7 +106,7 @@ func Run(cfg Config, seed uint64, opts Options) (Result, error) {
 
 func newRun(cfg Config, seed uint64, opts Options) *run {
 	ec, reg, _ := cfg.Engine.Resolve() // validated
-	s := &run{world: newWorld(seed, cfg.Name, opts.Trace), cfg: ec, clients: cfg.Clients.withDefaults(), checks: cfg.Checks.withDefaults(),
+	s := &run{world: newWorld(seed, cfg.Name, opts.Trace), seed: seed, cfg: ec, clients: cfg.Clients.withDefaults(), checks: cfg.Checks.withDefaults(),
 		links: map[string]*link{}, streams: map[string]*request{}, pwait: map[string]*request{},
 		ph: core.NewHistory(1 << 30), dh: core.NewHistory(1 << 30),
 		pprobes: &core.ProbeCounts{}, dprobes: &core.ProbeCounts{}, rprobes: &core.ProbeCounts{}}
@@ -147,7 +146,7 @@ func newRun(cfg Config, seed uint64, opts Options) *run {
 // simulate plays the whole run: baseline, load with faults, drain,
 // liveness probes, final records.
 func (s *run) simulate(cfg Config) {
-	s.emit(check.Event{Type: check.EvRun, Run: &check.RunInfo{Scenario: cfg.Name, Seed: s.rngSeed(cfg), Target: "sim", BaseWall: epoch}})
+	s.emit(check.Event{Type: check.EvRun, Run: &check.RunInfo{Scenario: cfg.Name, Seed: s.seed, Target: "sim", BaseWall: epoch}})
 	s.scrape()
 	s.loadEnd = cfg.Duration
 	warm := s.clients.StartSpread + s.clients.WarmUp
@@ -190,8 +189,6 @@ func (s *run) simulate(cfg Config) {
 	s.emit(check.Event{Type: check.EvLeaks, Leaks: &check.Leaks{Detail: "simulated run: no goroutines to leak"}})
 	s.emit(check.Event{Type: check.EvEnd, End: &check.EndInfo{}})
 }
-
-func (s *run) rngSeed(cfg Config) uint64 { return cfg.Seed }
 
 func (s *run) emit(ev check.Event) {
 	ev.T = s.now
@@ -369,13 +366,4 @@ func (s *run) probeHits() map[string]int64 {
 		}
 	}
 	return out
-}
-
-// ProbeNames lists every code probe in table order.
-func ProbeNames() []string {
-	var out []string
-	for _, p := range contract.Probes() {
-		out = append(out, p.Name)
-	}
-	return slices.Clip(out)
 }
