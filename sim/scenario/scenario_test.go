@@ -28,7 +28,7 @@ func preset(t *testing.T, name string) sim.Config {
 func TestSameSeedSameTrace(t *testing.T) {
 	t.Parallel()
 	cfg := preset(t, "paused-transfer-workers")
-	cfg.Duration = cfg.Duration / 4
+	cfg.Duration = 1500 * time.Millisecond // short: make test runs it under -race
 	a, err := sim.Run(cfg, 7, sim.Options{Trace: true})
 	if err != nil {
 		t.Fatal(err)
@@ -192,5 +192,29 @@ func TestShrunkReprosFail(t *testing.T) {
 			}
 			t.Fatalf("%s: seeds %d..%d pass %s", sc.Name, sc.Seed, sc.Seed+4, r.Caught.Checker)
 		})
+	}
+}
+
+// Explore runs every seed of a range on its workers, counts probe
+// coverage per seed, and with StopAtFirst stops handing out seeds once
+// the named checker fails.
+func TestExplore(t *testing.T) {
+	t.Parallel()
+	cfg := preset(t, "abort-storm")
+	cfg.Duration = 2 * time.Second
+	sum, err := sim.Explore(t.Context(), cfg, 1, 4, sim.ExploreOptions{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Seeds != 4 || sum.Requests == 0 || sum.ProbeSeeds["decode/abort"] == 0 {
+		t.Fatalf("fixed engine: %d seeds, %d requests, decode/abort hit in %d seeds; want 4, > 0, > 0", sum.Seeds, sum.Requests, sum.ProbeSeeds["decode/abort"])
+	}
+	cfg.Engine.Regressions = []string{contract.BootstrapThreadDeath}
+	sum, err = sim.Explore(t.Context(), cfg, 1, 50, sim.ExploreOptions{Workers: 2, StopAtFirst: true, Checker: contract.CheckLiveness})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Failing) == 0 || sum.Seeds > 10 {
+		t.Fatalf("bootstrap-thread-death: %d failing after %d seeds; want a failure within a few seeds", len(sum.Failing), sum.Seeds)
 	}
 }
