@@ -67,6 +67,9 @@ func Swarm(cfg Config, seed uint64) (Config, string) {
 			return timing(Fault{Kind: "reset-peer", Link: ctl}, 100*time.Millisecond, 800*time.Millisecond)
 		},
 		func() Fault {
+			return timing(Fault{Kind: [2]string{"reset-peer", "link-down"}[r.IntN(2)], Link: "kv/0"}, 50*time.Millisecond, 500*time.Millisecond)
+		},
+		func() Fault {
 			return timing(Fault{Kind: "latency", Link: "kv/0", Delay: d(time.Millisecond, 50*time.Millisecond)}, 300*time.Millisecond, 3*time.Second)
 		},
 		func() Fault {

@@ -155,7 +155,7 @@ func TestSwarmDrawsFromSeed(t *testing.T) {
 		}
 	}
 	for _, k := range sim.Modelled() {
-		if k != "link-down" && k != "timeout" && !seen[k] {
+		if k != "timeout" && !seen[k] {
 			t.Errorf("60 swarm seeds never drew %s", k)
 		}
 	}
