@@ -281,7 +281,7 @@ func (s *run) decodeStep() {
 				delete(s.streams, t.Rid)
 				req.dLive = false
 			}
-			s.toClient(req, func() { s.onToken(req, t.Piece, t.Done) })
+			s.toClient(req, fmt.Sprintf("token %d", t.Index), func() { s.onToken(req, t.Piece, t.Done) })
 		}
 	}
 	for _, f := range res.Finished {
@@ -290,7 +290,7 @@ func (s *run) decodeStep() {
 			delete(s.streams, f.Rid)
 			req.dLive = false
 			msg := fmt.Sprintf("decode room %d: %v", f.Room, f.Err)
-			s.toClient(req, func() { s.onError(req, 500, msg) })
+			s.toClient(req, "error 500", func() { s.onError(req, 500, msg) })
 		}
 	}
 	if errors.Is(err, core.ErrCollectiveHang) {

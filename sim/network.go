@@ -121,8 +121,16 @@ func (s *run) put(l *link, m *msg, extra time.Duration, fifo bool) {
 	if extra > 0 {
 		s.tracef("net", "%s %s on %s delayed %v", m.kind, m.desc, l.name, extra)
 	}
+	label := l.name
+	if strings.HasPrefix(label, "router-") { // one connection per request: the desc names it
+		base, _, _ := strings.Cut(label, "#")
+		label = base
+		if strings.HasSuffix(l.name, "<") {
+			label += "<"
+		}
+	}
 	s.at(at, l.name, func() {
-		s.tracef(l.name, "recv %s %s", m.kind, m.desc)
+		s.tracef(label, "recv %s %s", m.kind, m.desc)
 		m.deliver()
 	})
 }

@@ -151,6 +151,11 @@ func (s *run) simulate(cfg Config) {
 	s.loadEnd = cfg.Duration
 	warm := s.clients.StartSpread + s.clients.WarmUp
 	s.windows = s.plan(cfg.Faults, warm, max(cfg.Duration-warm, time.Millisecond))
+	s.tracef("sim", "%s seed %d: %d agents for %v, tp %d, %d workers, regressions %v", cfg.Name, s.seed, s.clients.Agents, cfg.Duration,
+		s.cfg.TP, s.cfg.TransferWorkers, s.cfg.Regressions)
+	for _, wn := range s.windows {
+		s.tracef("sim", "fault window %d: %s %v..%v", wn.id, wn.name(), wn.start, wn.end)
+	}
 	for _, wn := range s.windows {
 		s.at(wn.start, "faults", func() { s.apply(wn) })
 		s.at(wn.end, "faults", func() { s.heal(wn) })
