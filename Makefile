@@ -9,7 +9,7 @@ FUZZTIME  ?= 1m
 # Packages with goroutines and sockets run under the race detector.
 RACE_PKGS := ./engine/... ./faults/... ./agents/... ./harness/...
 
-.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench deps clean fuzz sim test-mutant
+.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench bench-go deps clean fuzz stress interrupt-runs catch-rates sim test-mutant
 
 all: build
 
@@ -38,6 +38,22 @@ test: deps
 ## then replays as a regression test; commit it with the fix.
 fuzz:
 	GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME) ./...
+
+## catch-rates: every catch of the catalogue (each regression's own and GATE.md's extra ones) over
+## SEEDS seeds (default 5), counting a seed only when that catch's checker failed
+catch-rates: build
+	RESULTS_DIR=$(RESULTS_DIR) bash scripts/catch-rates.sh $(or $(SEEDS),5)
+
+## stress: the concurrent packages' tests COUNT times (default 3) under the race detector, shuffled,
+## with a CPU burner per core (scripts/stress.sh): flaky tests show up here, not in CI
+stress:
+	GO=$(GO) bash scripts/stress.sh $(or $(COUNT),3)
+
+## interrupt-runs: N runs (default 100) across the presets, each interrupted at a seeded random
+## moment by SIGINT, SIGTERM or SIGKILL; fails if any left a role process, a stopped process or a
+## listening socket behind, or if the harness hung (scripts/interrupt-runs.sh)
+interrupt-runs:
+	GO=$(GO) bash scripts/interrupt-runs.sh $(or $(N),100) $(or $(SEED),1)
 
 test-short:
 	$(GO) test -short -count=1 ./...
@@ -89,7 +105,20 @@ sim: build
 test-mutant:
 	$(GO) test -tags pdchaos_mutant -count=1 -run TestMutantFound ./sim/scenario
 
-bench:
+## bench: measure the engine (against a bare net/http handler), the harness (against vegeta
+## alone) and the memory of a MEMORY_DURATION soak and watch (default 30m), each figure beside
+## its reference from the same run; writes RESULTS_DIR/bench/bench.json and bench.md. BASE=an
+## older bench.json lists the figures worse by more than THRESHOLD (default 0.2) and fails.
+## A quick one: make bench PARTS=engine,harness
+PARTS           ?= engine,harness,detect,memory
+MEMORY_DURATION ?= 30m
+THRESHOLD       ?= 0.2
+bench: build
+	$(BIN) bench --out $(RESULTS_DIR)/bench --parts $(PARTS) --memory-duration $(MEMORY_DURATION) \
+		$(if $(BASE),--base $(BASE) --threshold $(THRESHOLD))
+
+## bench-go: the Go micro-benchmarks (swarm and vegeta CPU per request, engine internals)
+bench-go:
 	$(GO) test -run='^$$' -bench=. -benchtime=2000x ./agents/ ./engine/...
 
 clean:

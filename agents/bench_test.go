@@ -15,9 +15,9 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"github.com/pdchaos/pdchaos/agents/internal/fakeserver"
 	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/internal/fakeserver"
 )
 
 // benchRate is the request rate both benchmarks drive, so their CPU per

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdchaos/pdchaos/agents/internal/fakeserver"
 	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/internal/fakeserver"
 	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 

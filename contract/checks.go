@@ -15,10 +15,14 @@ const (
 	// CheckCancelsReached: every client cancel reached both prefill and
 	// decode (the room recorded the abort or ended there) within a bound.
 	CheckCancelsReached = "cancels-reached"
+	// CheckTimeoutsExplained: every backstop (Backstops) that fired is
+	// explained by a fault, a regression, load or a race, and no room
+	// outstays its state's deadline (StateDeadlines).
+	CheckTimeoutsExplained = "timeouts-explained"
 )
 
 // CheckNames lists every checker in judging order.
 func CheckNames() []string {
 	return []string{CheckRoomsTerminal, CheckSlotsReleased, CheckLiveness, CheckClientOutcomes,
-		CheckCancelsReached, CheckIntegrity, CheckNoLeaks, CheckFaultsVerified, CheckLoadFloor}
+		CheckCancelsReached, CheckTimeoutsExplained, CheckIntegrity, CheckNoLeaks, CheckFaultsVerified, CheckLoadFloor}
 }

@@ -78,6 +78,20 @@ func TestCatalogueComplete(t *testing.T) {
 		if !slices.Contains(contract.CheckNames(), r.Caught.Checker) {
 			t.Errorf("regression %s: checker %q is not one of %v", r.Name, r.Caught.Checker, contract.CheckNames())
 		}
+		if r.Caught.Unreliable != "" {
+			t.Errorf("regression %s: its catalogue catch is marked unreliable (%s); pick a catch the gate can assert", r.Name, r.Caught.Unreliable)
+		}
+		pairs := map[contract.Catch]bool{{Scenario: r.Caught.Scenario, Checker: r.Caught.Checker}: true}
+		for _, a := range r.Also {
+			if !slices.Contains(presets, a.Scenario) || !slices.Contains(contract.CheckNames(), a.Checker) {
+				t.Errorf("regression %s: extra catch %s (%s) names no preset or no checker", r.Name, a.Scenario, a.Checker)
+			}
+			if k := (contract.Catch{Scenario: a.Scenario, Checker: a.Checker}); pairs[k] {
+				t.Errorf("regression %s: catch %s (%s) listed twice", r.Name, a.Scenario, a.Checker)
+			} else {
+				pairs[k] = true
+			}
+		}
 	}
 }
 

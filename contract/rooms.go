@@ -16,6 +16,11 @@ const (
 // TerminalState reports whether a state name is Failed or Success.
 func TerminalState(s string) bool { return s == StateFailed || s == StateSuccess }
 
+// MaxRoomEvents is how many events the engine keeps per room record
+// (clears are always kept beyond it): a record holding this many has
+// perhaps lost some, so a checker must not read time spans from it.
+const MaxRoomEvents = 64
+
 // Event is one thing that happened to a room on one rank.
 type Event struct {
 	At     time.Time `json:"at"`

@@ -194,7 +194,11 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 	for _, l := range target.Layers(t) {
 		layers = append(layers, string(l))
 	}
-	r.log.Add(check.Event{Type: check.EvRun, Run: &check.RunInfo{Scenario: sc.Name, Seed: r.seed, Target: r.src.Kind(), BaseWall: r.base, Layers: layers, AnswersUnchecked: r.o.NoAnswerCheck}})
+	info := &check.RunInfo{Scenario: sc.Name, Seed: r.seed, Target: r.src.Kind(), BaseWall: r.base, Layers: layers, AnswersUnchecked: r.o.NoAnswerCheck}
+	if resolved, _, err := cfg.Resolve(); err == nil && r.src.Kind() != "external" {
+		info.Engine = &resolved // the deadlines and regressions timeouts-explained judges by
+	}
+	r.log.Add(check.Event{Type: check.EvRun, Run: info})
 	if err := target.RequireLayers(t, sc.Layers()); err != nil {
 		return fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}

@@ -56,7 +56,8 @@ func TestRunAbortStormPasses(t *testing.T) {
 	}
 	for check, key := range map[string]string{contract.CheckRoomsTerminal: "rooms_checked", contract.CheckSlotsReleased: "gauges_checked",
 		contract.CheckLiveness: "probes_ok", contract.CheckClientOutcomes: "requests", contract.CheckIntegrity: "completed_checked",
-		contract.CheckFaultsVerified: "client_faults_verified", contract.CheckLoadFloor: "cancels", contract.CheckNoLeaks: "checked"} {
+		contract.CheckFaultsVerified: "client_faults_verified", contract.CheckLoadFloor: "cancels", contract.CheckNoLeaks: "checked",
+		contract.CheckTimeoutsExplained: "states_checked"} {
 		if c, _ := res.Checks.Get(check); c.Evidence[key] == 0 {
 			t.Errorf("%s: evidence %s is 0 (%v)", check, key, c.Evidence)
 		}
@@ -80,6 +81,10 @@ func TestRunAbortStormPasses(t *testing.T) {
 	}
 	// Every role's code probes are recorded at the end: an event per role,
 	// and in result.json every probe with its hits; an abort storm aborts.
+	// The log carries the resolved engine config timeouts-explained judges by.
+	if e := check.NewView(evs).Run.Engine; e == nil || e.BootstrapTimeout == 0 || e.CheckInterval == 0 {
+		t.Errorf("the run event records engine config %+v, want the resolved one", e)
+	}
 	if v := check.NewView(evs); len(v.CodeProbes) != 3 {
 		t.Errorf("code-probes events from %d roles, want prefill, decode and router: %v", len(v.CodeProbes), v.CodeProbes)
 	}

@@ -40,6 +40,13 @@ type targetFlags struct {
 	allowRemote bool
 	checkAnswer bool
 	results     string
+	bootstrap   string
+	routeListen string
+
+	// ext is the external target once built: a soak's runs share it, so
+	// the interposed hops listen on the same addresses every run (decode
+	// and prefill cache them).
+	ext *target.External
 }
 
 func (f *targetFlags) register(cmd *cobra.Command) {
@@ -51,6 +58,10 @@ func (f *targetFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.debugHooks, "debug-hooks", false, "external: engines serve /debug/hooks (the bundled engine does)")
 	fl.StringArrayVar(&f.procs, "proc", nil, "external: ROLE=PATTERN, a role's process on this host for stop/continue faults on its whole tree: "+
 		"a regexp matched against /proc/*/cmdline, or a pid (repeatable; restart is unsupported)")
+	fl.StringVar(&f.bootstrap, "bootstrap", "", "external: prefill's bootstrap server URL (http://host:8998); pdchaos reads the topology from /route, "+
+		"serves a /route rewriter and proxies every control link (both directions), so protocol and network faults apply; point decode at the rewriter "+
+		"(router: --prefill URL 9998)")
+	fl.StringVar(&f.routeListen, "route-listen", "", "external with --bootstrap: loopback host:port of the /route rewriter (default "+target.DefaultRouteListen+")")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow non-loopback target addresses")
 	fl.BoolVar(&f.checkAnswer, "check-answers", false, "external: check answers against pdchaos's fake model")
 	fl.StringVar(&f.results, "results", "runs", "directory for run directories")
@@ -74,6 +85,12 @@ func (f *targetFlags) args() []string {
 	}
 	for _, p := range f.procs {
 		out = append(out, "--proc="+p)
+	}
+	if f.bootstrap != "" {
+		out = append(out, "--bootstrap="+f.bootstrap)
+	}
+	if f.routeListen != "" {
+		out = append(out, "--route-listen="+f.routeListen)
 	}
 	for _, b := range []struct {
 		on   bool
@@ -104,6 +121,9 @@ func (f *targetFlags) source(sc *harness.Scenario, errw io.Writer) (target.Sourc
 	if kind == "" {
 		kind = sc.Target
 	}
+	if kind != "external" && (f.bootstrap != "" || f.routeListen != "") {
+		return nil, false, fmt.Errorf("--bootstrap and --route-listen describe an external target (--target external), not %q", kind)
+	}
 	switch kind {
 	case "", "bundled":
 		return target.Bundled{}, false, nil
@@ -118,6 +138,7 @@ func (f *targetFlags) source(sc *harness.Scenario, errw io.Writer) (target.Sourc
 		if err != nil {
 			return nil, false, err
 		}
+		ext.Log = errw
 		return target.ExternalSource{Target: ext}, !f.checkAnswer, nil
 	}
 	return nil, false, fmt.Errorf("--target %q: want bundled, procs or external", kind)
@@ -126,15 +147,22 @@ func (f *targetFlags) source(sc *harness.Scenario, errw io.Writer) (target.Sourc
 // external builds the external target from the flags, refusing
 // non-loopback addresses without --allow-remote.
 func (f *targetFlags) external() (*target.External, error) {
+	if f.ext != nil {
+		return f.ext, nil
+	}
 	addrs := append([]string{f.router}, f.metrics...)
 	addrs = append(addrs, f.engines...)
+	if f.bootstrap != "" {
+		addrs = append(addrs, f.bootstrap)
+	}
 	for i, a := range addrs {
 		addrs[i] = hostOf(a)
 	}
 	if err := checkLoopback(f.allowRemote, "target address", addrs...); err != nil {
 		return nil, err
 	}
-	ext := &target.External{Router: f.router, Metrics: f.metrics, Engines: f.engines, DebugHooks: f.debugHooks}
+	ext := &target.External{Router: f.router, Metrics: f.metrics, Engines: f.engines, DebugHooks: f.debugHooks,
+		Bootstrap: f.bootstrap, RouteListen: f.routeListen}
 	for _, p := range f.procs {
 		role, pat, ok := strings.Cut(p, "=")
 		if !ok || role == "" || pat == "" {
@@ -148,6 +176,7 @@ func (f *targetFlags) external() (*target.External, error) {
 	if err := ext.Validate(); err != nil {
 		return nil, err
 	}
+	f.ext = ext
 	return ext, nil
 }
 

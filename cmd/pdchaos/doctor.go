@@ -30,7 +30,7 @@ func newDoctorCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			t, opts, closeT, err := tf.doctorTarget(ctx)
+			t, opts, closeT, err := tf.doctorTarget(ctx, cmd.OutOrStdout())
 			if err != nil {
 				return &exitError{exitHarness, err}
 			}
@@ -49,13 +49,25 @@ func newDoctorCmd() *cobra.Command {
 
 // doctorTarget opens the target doctor examines. An external deployment is
 // not health-checked on the way in: reporting its health is doctor's job.
-func (f *targetFlags) doctorTarget(ctx context.Context) (target.Target, doctor.Options, func(), error) {
+func (f *targetFlags) doctorTarget(ctx context.Context, out io.Writer) (target.Target, doctor.Options, func(), error) {
 	if f.kind == "external" {
 		ext, err := f.external()
 		if err != nil {
 			return nil, doctor.Options{}, nil, err
 		}
-		return ext, doctor.Options{AnswersUnchecked: !f.checkAnswer}, func() {}, nil
+		// With --bootstrap the hops start, so doctor sees the topology and
+		// the links protocol and network faults would use.
+		ext.Log = out
+		if err := ext.Attach(ctx); err != nil {
+			return nil, doctor.Options{}, nil, fmt.Errorf("doctor: %w", err)
+		}
+		closeT := func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+			defer cancel()
+			ext.Log = io.Discard // doctor sends no load: "decode never looked up" would mislead
+			_ = ext.Close(cctx)
+		}
+		return ext, doctor.Options{AnswersUnchecked: !f.checkAnswer}, closeT, nil
 	}
 	src, noCheck, err := f.source(&harness.Scenario{}, io.Discard)
 	if err != nil {

@@ -41,9 +41,13 @@ func main() {
 	zlog.Logger = zerolog.Nop()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	root := newRoot()
+	var stats selfStats
+	root := newRoot(&stats)
 	err := root.ExecuteContext(ctx)
 	stop()
+	if serr := stats.close(); serr != nil && err == nil {
+		err = &exitError{exitHarness, serr}
+	}
 	if err == nil {
 		return
 	}
@@ -58,14 +62,18 @@ func main() {
 	os.Exit(exitHarness)
 }
 
-func newRoot() *cobra.Command {
+func newRoot(stats *selfStats) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "pdchaos",
 		Short:         "Chaos and fault injection for prefill/decode disaggregated LLM serving",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return stats.start(cmd.Context())
+		},
 	}
-	root.AddCommand(newEngineCmd())
+	stats.register(root)
+	root.AddCommand(newEngineCmd(), newBenchCmd())
 	addCommands(root)
 	return root
 }

@@ -20,7 +20,7 @@ import (
 // execute runs the CLI with args and returns its exit code and output.
 func execute(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	root := newRoot()
+	root := newRoot(&selfStats{})
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)
@@ -67,6 +67,15 @@ func TestBadInputIsAHarnessError(t *testing.T) {
 		{"watch an unreachable engine", []string{"watch", "--metrics", "http://127.0.0.1:1/metrics", "--for", "1s"}, "scrape"},
 		{"watch a remote engine", []string{"watch", "--metrics", "http://192.168.1.1:30000/metrics"}, "--allow-remote"},
 		{"faults reset with nothing to reset", []string{"faults", "reset"}, "--leftovers"},
+		{"bench unknown part", []string{"bench", "--parts", "engine,gpu"}, `unknown part "gpu"`},
+		{"bench no part", []string{"bench", "--parts", ","}, "none given"},
+		{"bench missing base", []string{"bench", "--parts", "engine", "--base", "/nonexistent/bench.json"}, "read bench report"},
+		{"self-stats period zero", []string{"engine", "--regression", "list", "--self-stats", filepath.Join(t.TempDir(), "s.jsonl"), "--self-stats-every", "0s"}, "must be > 0"},
+		{"bootstrap on the bundled target", []string{"run", "abort-storm", "--bootstrap", "http://127.0.0.1:8998"}, "describe an external target"},
+		{"remote bootstrap", []string{"run", "abort-storm", "--target", "external", "--router", "http://127.0.0.1:1", "--metrics", "http://127.0.0.1:1/metrics",
+			"--bootstrap", "http://10.0.0.1:8998"}, "--allow-remote"},
+		{"unreachable bootstrap", []string{"run", "abort-overtakes-metadata", "--target", "external", "--router", "http://127.0.0.1:1", "--metrics", "http://127.0.0.1:1/metrics",
+			"--bootstrap", "http://127.0.0.1:1", "--results", t.TempDir()}, "read prefill topology"},
 		{"run with no scenario and two regressions", []string{"run", "--regression", "rank-desync", "--regression", "decode-abort-leak"}, "exactly one --regression"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

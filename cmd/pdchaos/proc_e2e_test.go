@@ -60,7 +60,7 @@ checks:
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	root := newRoot()
+	root := newRoot(&selfStats{})
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)

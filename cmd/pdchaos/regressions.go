@@ -17,6 +17,13 @@ func printRegressions(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\n", r.Name, r.Summary)
 		fmt.Fprintf(tw, "\t  symptom: %s\n", r.Symptom)
 		fmt.Fprintf(tw, "\t  caught by: pdchaos run %s --regression %s (%s)\n", r.Caught.Scenario, r.Name, r.Caught.Checker)
+		for _, a := range r.Also {
+			note := ""
+			if a.Unreliable != "" {
+				note = " not asserted: " + a.Unreliable
+			}
+			fmt.Fprintf(tw, "\t  also caught by: pdchaos run %s --regression %s (%s)%s\n", a.Scenario, r.Name, a.Checker, note)
+		}
 	}
 	_ = tw.Flush()
 }

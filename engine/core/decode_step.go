@@ -95,7 +95,7 @@ func (d *Decode) Step(now time.Time) (DecodeStepResult, error) {
 	for _, room := range slices.Sorted(maps.Keys(d.awaiting)) {
 		if aw := d.awaiting[room]; now.Sub(aw.since) > d.cfg.AckTimeout {
 			d.probes.Hit(contract.ProbeDecodeAckTimeoutFree)
-			d.hist.Note(now, room, "decode", 0, "ack-timeout", "freeing pages without prefill's ACK")
+			d.hist.NoteBackstop(now, room, "decode", 0, contract.BackstopAck)
 			d.freeAwaiting(room)
 		}
 	}
@@ -151,7 +151,7 @@ func (d *Decode) preallocate(now time.Time) {
 			rk.transfer = append(rk.transfer, req)
 		}
 		req.MetaSent = now
-		d.hist.Note(now, req.Room, "decode", 0, "metadata-sent", fmt.Sprintf("%d pages per rank", n))
+		d.hist.Note(now, req.Room, "decode", 0, contract.RoomEventMetadataSent, fmt.Sprintf("%d pages per rank", n))
 	}
 }
 
@@ -165,7 +165,7 @@ func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
 		if s != Success && s != Failed && d.backstops() && now.Sub(req.MetaSent) > d.cfg.WaitingTimeout {
 			d.probes.Hit(contract.ProbeDecodeWaitingTimeout)
 			d.TransferFailed++
-			d.applyAbort(now, req, ErrWaitingTimout, "waiting timeout")
+			d.applyAbort(now, req, ErrWaitingTimout, contract.LookupBackstop(contract.BackstopWaiting).Detail)
 			fin = append(fin, DecodeFinish{req.Rid, req.Room, ErrWaitingTimout})
 			continue
 		}

@@ -22,7 +22,7 @@ func NewHistory(keep int) *History {
 	if keep <= 0 {
 		keep = 1000
 	}
-	return &History{Keep: keep, MaxEvents: 64, rooms: map[uint64]*contract.RoomRecord{}, byCleared: map[uint64]*contract.RoomRecord{}}
+	return &History{Keep: keep, MaxEvents: contract.MaxRoomEvents, rooms: map[uint64]*contract.RoomRecord{}, byCleared: map[uint64]*contract.RoomRecord{}}
 }
 
 // lateNote attaches an event for a room no rank holds to its cleared record,
@@ -96,6 +96,14 @@ func (h *History) Note(now time.Time, room uint64, side string, rank int, kind, 
 	if len(r.Events) < h.MaxEvents {
 		r.Events = append(r.Events, contract.Event{At: now, Side: side, Rank: rank, Kind: kind, State: r.State, Detail: detail})
 	}
+}
+
+// NoteBackstop records that the named backstop (contract.Backstops) fired
+// on a room, with the event kind and detail its table entry gives, so the
+// checkers read back exactly what the engine wrote.
+func (h *History) NoteBackstop(now time.Time, room uint64, side string, rank int, name string) {
+	b := contract.LookupBackstop(name)
+	h.Note(now, room, side, rank, b.Kind, b.Detail)
 }
 
 // NoteEnded records an event on a room no rank holds any more, if its

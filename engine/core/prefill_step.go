@@ -83,7 +83,7 @@ func (p *Prefill) PopBootstrapped(now time.Time) []Finish {
 		s := p.poll(req.Room)
 		if s == Bootstrapping && !reg.On(contract.AbortBeforeStatus) && !reg.On(contract.BootstrapThreadDeath) && now.Sub(req.Added) > p.cfg.BootstrapTimeout {
 			p.probes.Hit(contract.ProbePrefillBootstrapTimeout)
-			p.failAll(now, req.Room, "bootstrap timeout")
+			p.failAll(now, req.Room, contract.LookupBackstop(contract.BackstopBootstrap).Detail)
 			s = Failed
 		}
 		switch s {
@@ -142,7 +142,7 @@ func (p *Prefill) ProcessInflight(now time.Time) []Finish {
 		s := p.poll(req.Room)
 		if (s == WaitingForInput || s == Transferring) && p.backstops() && now.Sub(req.InflightSince) > p.cfg.InflightTimeout {
 			p.probes.Hit(contract.ProbePrefillInflightTimeout)
-			p.failAll(now, req.Room, "inflight timeout")
+			p.failAll(now, req.Room, contract.LookupBackstop(contract.BackstopInflight).Detail)
 			s = Failed
 		}
 		switch s {

@@ -397,3 +397,42 @@ func TestProbeCountsPerInstance(t *testing.T) {
 		t.Errorf("Side lists %d probes, want every prefill probe", len(got))
 	}
 }
+
+// TestBackstopsWriteTheirEvents: every case that fires a backstop (its
+// probe moves) leaves the room event contract.Backstops gives it, in
+// prefill's or decode's history, on a room the engine held; and a case that
+// fires none leaves no such event. timeouts-explained finds fired
+// backstops by these events alone.
+func TestBackstopsWriteTheirEvents(t *testing.T) {
+	t.Parallel()
+	fired := map[string]bool{}
+	for _, tc := range probeCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, tc.opts)
+			tc.script(r)
+			got := r.hits()
+			var evs []contract.Event
+			for _, h := range []*History{r.ph, r.dh} {
+				held, cleared := h.Snapshot()
+				for _, rec := range append(held, cleared...) {
+					evs = append(evs, rec.Events...)
+				}
+			}
+			for _, b := range contract.Backstops() {
+				hit := got[b.Probe.String()] > 0
+				wrote := slices.ContainsFunc(evs, b.FiredBy)
+				if hit != wrote {
+					t.Errorf("backstop %s: probe hit %v, event written %v (%s %q)", b.Name, hit, wrote, b.Kind, b.Detail)
+				}
+				if hit {
+					fired[b.Name] = true
+				}
+			}
+		})
+	}
+	for _, b := range contract.Backstops() {
+		if !fired[b.Name] {
+			t.Errorf("no scripted case fires backstop %s", b.Name)
+		}
+	}
+}

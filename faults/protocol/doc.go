@@ -28,23 +28,25 @@
 // # Putting the proxy between a real SGLang decode and prefill
 //
 // A real SGLang deployment cannot be told to Interpose. Decode learns each
-// prefill rank's ZMQ address from the prefill bootstrap server: GET
-// /route?prefill_dp_rank=…&target_tp_rank=… answers {"rank_ip", "rank_port"}
-// and decode then PUSHes to tcp://rank_ip:rank_port. So:
+// prefill rank's ZMQ address from the prefill bootstrap server (GET /route,
+// FetchRanks reads every query dialect) and PUSHes there; prefill PUSHes
+// status and ABORT_ACK back to the decode address carried inside
+// registrations, TransferInfos and ABORTs. The pieces that put pdchaos in
+// both paths (assembled by harness/target's external target, --bootstrap):
 //
-//  1. Start a Proxy per prefill rank: Listen(ctx, "<rank_ip>:<rank_port>").
-//  2. Serve a RouteRewriter in front of the bootstrap server
-//     (NewRouteRewriter(bootstrapURL)), and Map("<rank_ip>:<rank_port>",
-//     proxy.Addr()) for each rank.
-//  3. Point decode's bootstrap address (the router's bootstrap_host/port
-//     for prefill, --disaggregation-bootstrap-port) at the RouteRewriter.
-//     Decode then registers and sends metadata and ABORTs through the
-//     proxy. Note decode caches /route answers per connection key, so
-//     start the rewriter before traffic (or restart decode).
+//  1. A RouteRewriter in front of the bootstrap server answers decode's
+//     lookups with the address of a Front per prefill rank (Map); decode's
+//     bootstrap address (the router's --prefill URL PORT) must name it.
+//  2. Each control Front rewrites decode's address in those messages
+//     (RewriteDecodeAddr, per dialect) to a notify Front of pdchaos's, and
+//     counts what it cannot rewrite (ErrNotRewritable).
+//  3. A Front's Redirect puts a fault's Proxy (or Toxiproxy) behind it; a
+//     live connection moves between messages, so nothing is lost and the
+//     peers never reconnect (SGLang registers only once per pair).
 //
-// The proxy must listen on an address decode can reach (not 127.0.0.1 if
-// decode runs on another host).
+// Decode caches /route answers, so the rewriter must run before decode's
+// first lookup of that prefill (or decode restarts).
 //
-// Must not import: harness/, suites/, Ginkgo. It depends on engine (Link),
+// Must not import: harness/, suites/, Ginkgo. It depends on contract (Link),
 // zmtp (frame codec) and faults (the Fault contract) only.
 package protocol

@@ -21,20 +21,71 @@ import (
 // prefill rank. Everything else passes through unchanged.
 type RouteRewriter struct {
 	rp *httputil.ReverseProxy
+	tr *http.Transport
 	mu sync.Mutex
 	m  map[string]string // "ip:port" -> "ip:port"
+	up *url.URL
+	// via, when set, is where requests go instead of up's host (a
+	// network-fault proxy in front of the bootstrap server).
+	via   string
+	stats RouteStats
+}
+
+// RouteStats counts what the rewriter answered, so a run can tell whether
+// decode really looks prefill up through it.
+type RouteStats struct {
+	// Requests counts every request relayed (lookups, heartbeats, …).
+	Requests int64 `json:"requests"`
+	// RankLookups counts /route answers naming a rank's address.
+	RankLookups int64 `json:"rank_lookups"`
+	// Rewritten counts rank answers pointed at a mapped address.
+	Rewritten int64 `json:"rewritten"`
+	// Unmapped counts rank answers for an address with no mapping: decode
+	// then talks to that rank directly, past pdchaos.
+	Unmapped int64 `json:"unmapped"`
 }
 
 // NewRouteRewriter proxies to the bootstrap server at upstream
 // (e.g. http://prefill-host:8998).
 func NewRouteRewriter(upstream *url.URL) *RouteRewriter {
-	rr := &RouteRewriter{m: make(map[string]string)}
+	rr := &RouteRewriter{m: make(map[string]string), up: upstream}
+	rr.tr = http.DefaultTransport.(*http.Transport).Clone()
 	rr.rp = &httputil.ReverseProxy{
-		Rewrite:        func(r *httputil.ProxyRequest) { r.SetURL(upstream) },
+		Transport: rr.tr,
+		Rewrite: func(r *httputil.ProxyRequest) {
+			rr.mu.Lock()
+			u, via := *rr.up, rr.via
+			rr.stats.Requests++
+			rr.mu.Unlock()
+			r.SetURL(&u)
+			if via != "" {
+				r.Out.URL.Host = via
+			}
+		},
 		ModifyResponse: rr.modify,
 	}
 	return rr
 }
+
+// Redirect sends requests from now on to via (host:port of a proxy in
+// front of the bootstrap server); empty goes straight there again. Pooled
+// connections are dropped so the next request takes the new way.
+func (rr *RouteRewriter) Redirect(via string) {
+	rr.mu.Lock()
+	rr.via = via
+	rr.mu.Unlock()
+	rr.tr.CloseIdleConnections()
+}
+
+// Stats returns the counters.
+func (rr *RouteRewriter) Stats() RouteStats {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	return rr.stats
+}
+
+// Close drops pooled upstream connections.
+func (rr *RouteRewriter) Close() { rr.tr.CloseIdleConnections() }
 
 // Map makes answers naming from (rank_ip:rank_port) name to instead.
 func (rr *RouteRewriter) Map(from, to string) {
@@ -101,6 +152,12 @@ func (rr *RouteRewriter) rewrite(body []byte) ([]byte, error) {
 	}
 	rr.mu.Lock()
 	to, ok := rr.m[net.JoinHostPort(ip, strconv.Itoa(port))]
+	rr.stats.RankLookups++
+	if ok {
+		rr.stats.Rewritten++
+	} else {
+		rr.stats.Unmapped++
+	}
 	rr.mu.Unlock()
 	if !ok {
 		return body, nil

@@ -72,6 +72,11 @@ type RunInfo struct {
 	// AnswersUnchecked is set when completed answers were not compared
 	// with the fake model (an external deployment's real model).
 	AnswersUnchecked bool `json:"answers_unchecked,omitempty"`
+	// Engine is the resolved engine config the target runs (bundled and
+	// role processes): the deadlines rooms are judged by and the
+	// regressions switched on. Nil for an external deployment, whose
+	// settings the harness does not know, and in logs written before it.
+	Engine *contract.EngineConfig `json:"engine,omitempty"`
 }
 
 // RoomsSnap is one engine's rooms. Periodic snapshots strip held rooms'

@@ -17,8 +17,8 @@ import (
 // checker fail (faults-verified and load-floor: inconclusive, as DESIGN.md
 // wants for an unverified fault or too little load) and leave the others
 // passing; incon-* make one checker inconclusive. old-*.jsonl are logs
-// written before ranks and ended rooms were recorded: judged as before,
-// with cancels-reached skipped.
+// written before ranks, ended rooms and the engine config were recorded:
+// judged as before, with cancels-reached and timeouts-explained skipped.
 func TestCheckersOnRecordedLogs(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -42,8 +42,13 @@ func TestCheckersOnRecordedLogs(t *testing.T) {
 		{"bad-no-leaks.jsonl", contract.CheckNoLeaks, Fail, nil},
 		{"bad-faults-verified.jsonl", contract.CheckFaultsVerified, Inconclusive, nil},
 		{"bad-load-floor.jsonl", contract.CheckLoadFloor, Inconclusive, nil},
-		{"old-good.jsonl", "", Pass, []string{contract.CheckCancelsReached}},
-		{"old-bad-slots-released.jsonl", contract.CheckSlotsReleased, Fail, []string{contract.CheckCancelsReached}},
+		{"good-timeouts-explained.jsonl", "", Pass, nil},
+		{"bad-timeouts-explained-no-peer.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
+		{"bad-timeouts-explained-peer-cleared.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
+		{"bad-timeouts-explained-notice-lost.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
+		{"bad-timeouts-explained-state-bound.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
+		{"old-good.jsonl", "", Pass, []string{contract.CheckCancelsReached, contract.CheckTimeoutsExplained}},
+		{"old-bad-slots-released.jsonl", contract.CheckSlotsReleased, Fail, []string{contract.CheckCancelsReached, contract.CheckTimeoutsExplained}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
@@ -96,6 +101,15 @@ func TestFailuresNameWhere(t *testing.T) {
 			[]string{"room 1001", "prefill never recorded the client's abort", "abort-received"}},
 		{"bad-cancels-reached-deadline.jsonl", contract.CheckCancelsReached,
 			[]string{"room 1001", "ended 10s after the cancel"}},
+		{"bad-timeouts-explained-no-peer.jsonl", contract.CheckTimeoutsExplained,
+			[]string{"room 2101: waiting-timeout on decode fired at 5.21s", "prefill has no record of the room", "3.2s metadata-sent WaitingForInput r0"}},
+		{"bad-timeouts-explained-peer-cleared.jsonl", contract.CheckTimeoutsExplained,
+			[]string{"room 2102: waiting-timeout", "prefill had ended the room 1.81s before (state Failed, last state Success)",
+				"prefill history: 3.2s status Bootstrapping r0, 3.2s status Bootstrapping r1", "3.4s clear Success r1"}},
+		{"bad-timeouts-explained-notice-lost.jsonl", contract.CheckTimeoutsExplained,
+			[]string{"room 2103: bootstrap-timeout on prefill", "decode recorded metadata-sent 1.9s before it"}},
+		{"bad-timeouts-explained-state-bound.jsonl", contract.CheckTimeoutsExplained,
+			[]string{"room 2104 on prefill rank 0: Transferring for 4.8s from 3.2s, past its 2s deadline", "rank 1"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()

@@ -31,6 +31,9 @@ type Procs struct {
 	cfg   contract.EngineConfig
 	logw  io.Writer
 	label string // run label on every role's command line
+	// routerBoot, if set, is the bootstrap address the router hands decode
+	// in place of prefill's own (ProcsOptions.RouterBootstrap).
+	routerBoot string
 
 	mu      sync.Mutex
 	procs   map[string]*roleProc
@@ -61,10 +64,27 @@ type readyLine struct {
 // with cfg, each on OS-chosen loopback ports; stderr of the roles goes to
 // logw (nil discards). Close stops them.
 func StartProcs(ctx context.Context, bin string, cfg contract.EngineConfig, logw io.Writer) (*Procs, error) {
+	return StartProcsWith(ctx, bin, cfg, ProcsOptions{Log: logw})
+}
+
+// ProcsOptions are StartProcsWith's optional settings; the zero value is
+// StartProcs.
+type ProcsOptions struct {
+	// Log receives the roles' stderr; nil discards it.
+	Log io.Writer
+	// RouterBootstrap, if set, is the bootstrap host:port the router gives
+	// decode instead of prefill's own, as a user points SGLang's router at
+	// pdchaos's /route rewriter (--prefill URL PORT).
+	RouterBootstrap string
+}
+
+// StartProcsWith is StartProcs with options.
+func StartProcsWith(ctx context.Context, bin string, cfg contract.EngineConfig, o ProcsOptions) (*Procs, error) {
+	logw := o.Log
 	if logw == nil {
 		logw = io.Discard
 	}
-	t := &Procs{bin: bin, cfg: cfg, logw: logw, procs: map[string]*roleProc{},
+	t := &Procs{bin: bin, cfg: cfg, logw: logw, procs: map[string]*roleProc{}, routerBoot: o.RouterBootstrap,
 		label: process.RunLabel(os.Getpid(), time.Now().UnixNano())}
 	fail := func(err error) (*Procs, error) {
 		_ = t.Close(context.WithoutCancel(ctx))
@@ -139,7 +159,11 @@ func (t *Procs) roleArgs(role string) []string {
 		return []string{"--role=decode", "--listen=" + t.decode.HTTP, "--notify-listen=" + strings.Join(t.decode.Notify, ","),
 			"--kv-listen=" + strings.Join(t.decode.KV, ",")}
 	}
-	a := []string{"--role=router", "--prefill-http=" + t.prefill.HTTP, "--prefill-bootstrap=" + t.prefill.Bootstrap,
+	boot := t.prefill.Bootstrap
+	if t.routerBoot != "" {
+		boot = t.routerBoot
+	}
+	a := []string{"--role=router", "--prefill-http=" + t.prefill.HTTP, "--prefill-bootstrap=" + boot,
 		"--decode-http=" + t.decode.HTTP}
 	if t.router != "" {
 		a = append(a, "--listen="+strings.TrimPrefix(t.router, "http://"))
@@ -203,6 +227,9 @@ func (t *Procs) start(ctx context.Context, role string) (readyLine, error) {
 
 // Endpoint is the router URL.
 func (t *Procs) Endpoint() string { return t.router }
+
+// BootstrapURL is prefill's bootstrap server, as --bootstrap takes it.
+func (t *Procs) BootstrapURL() string { return "http://" + t.prefill.Bootstrap }
 
 // MetricsURLs lists prefill and decode /metrics.
 func (t *Procs) MetricsURLs() []string {

@@ -82,28 +82,7 @@ var _ = Describe("pre-release gate", Serial, func() {
 			ls := append(scenarioLabels(c.scenario), labels.Slow, labels.Regression(c.regression))
 			text := fmt.Sprintf("%s by %s (%s)", c.regression, c.scenario, c.check)
 			It(text, v.Label(ls...), func(ctx SpecContext) {
-				dir := specDir()
-				// Catches are races: try up to catchTries seeds, first
-				// catch wins; misses go to the report so a falling catch
-				// rate shows.
-				var caught *harness.Result
-				var misses []string
-				for try := 0; try < catchTries && caught == nil && ctx.Err() == nil; try++ {
-					sc := loadPreset(c.scenario, c.regression)
-					Expect(sc.Target).NotTo(Equal("procs"), "regressions need the in-process engine")
-					res := run(ctx, sc, specSeed(try), target.Bundled{}, dir)
-					cov.add(regressionKey(c.regression), res)
-					got, _ := res.Checks.Get(c.check)
-					if res.Verdict == check.Fail && got.Status == check.Fail {
-						caught = res
-						AddReportEntry("caught_on_try", try+1)
-						AddReportEntry("first_failure", res.FirstFailure)
-						break
-					}
-					miss := fmt.Sprintf("seed %d: verdict %s, %s %s; failed %v", res.Seed, res.Verdict, c.check, got.Status, res.Checks.Failed())
-					misses = append(misses, miss)
-					AddReportEntry(fmt.Sprintf("miss_%d", try+1), miss)
-				}
+				caught, misses := tryCatch(ctx, c.regression, c.scenario, c.check, regressionKey(c.regression), cov)
 				Expect(caught).NotTo(BeNil(), "%s not caught by %s (%s) in %d seeds:\n%v",
 					c.regression, c.scenario, c.check, catchTries, misses)
 				reportFigures(caught)
@@ -112,6 +91,30 @@ var _ = Describe("pre-release gate", Serial, func() {
 					Expect(rt.Stuck).NotTo(BeEmpty(), "rooms-terminal failed without naming rooms")
 				}
 			}, SpecTimeout(catchTimeout), GracePeriod(grace))
+		}
+	})
+
+	Describe("extra catches (shared/GATE.md's matrix beyond the catalogue)", func() {
+		// contract.Catalogue()'s Also: each further preset that catches a
+		// regression. One marked Unreliable runs and reports, not asserts.
+		for _, r := range contract.Catalogue() {
+			for _, a := range r.Also {
+				c := struct{ regression, scenario, check, unreliable string }{r.Name, a.Scenario, a.Checker, a.Unreliable}
+				ls := append(scenarioLabels(c.scenario), labels.Slow, labels.Regression(c.regression))
+				It(fmt.Sprintf("%s by %s (%s)", c.regression, c.scenario, c.check), v.Label(ls...), func(ctx SpecContext) {
+					caught, misses := tryCatch(ctx, c.regression, c.scenario, c.check, "extra:"+c.regression+"@"+c.scenario, cov)
+					if c.unreliable != "" {
+						AddReportEntry("unreliable", c.unreliable)
+						if caught == nil {
+							Skip(fmt.Sprintf("not caught in %d seeds, as known (%s): %v", catchTries, c.unreliable, misses))
+						}
+						return
+					}
+					Expect(caught).NotTo(BeNil(), "%s not caught by %s (%s) in %d seeds:\n%v",
+						c.regression, c.scenario, c.check, catchTries, misses)
+					reportFigures(caught)
+				}, SpecTimeout(catchTimeout), GracePeriod(grace))
+			}
 		}
 	})
 
@@ -149,3 +152,31 @@ var _ = Describe("pre-release gate", Serial, func() {
 		}, SpecTimeout(time.Minute))
 	})
 })
+
+// tryCatch runs scenario with regression on, up to catchTries seeds, and
+// returns the first run whose verdict is fail with checker failing, or nil
+// and one line per miss. Catches are races: first catch wins, and the
+// misses go to the report so a falling catch rate shows. With cov set, each
+// run's probe hits are recorded under key.
+func tryCatch(ctx SpecContext, regression, scenario, checker, key string, cov *probeCoverage) (*harness.Result, []string) {
+	dir := specDir()
+	var misses []string
+	for try := 0; try < catchTries && ctx.Err() == nil; try++ {
+		sc := loadPreset(scenario, regression)
+		Expect(sc.Target).NotTo(Equal("procs"), "regressions need the in-process engine")
+		res := run(ctx, sc, specSeed(try), target.Bundled{}, dir)
+		if cov != nil {
+			cov.add(key, res)
+		}
+		got, _ := res.Checks.Get(checker)
+		if res.Verdict == check.Fail && got.Status == check.Fail {
+			AddReportEntry("caught_on_try", try+1)
+			AddReportEntry("first_failure", res.FirstFailure)
+			return res, misses
+		}
+		miss := fmt.Sprintf("seed %d: verdict %s, %s %s; failed %v", res.Seed, res.Verdict, checker, got.Status, res.Checks.Failed())
+		misses = append(misses, miss)
+		AddReportEntry(fmt.Sprintf("miss_%d", try+1), miss)
+	}
+	return nil, misses
+}

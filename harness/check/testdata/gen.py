@@ -103,9 +103,18 @@ def room(r, state, events=None):
             "last_state": "", "events": events or [], "created": "2026-11-29T10:00:01Z",
             "updated": "2026-11-29T10:00:03Z"}
 
+# The resolved engine config a run records (deadlines of 2s, as the fast
+# presets set them; durations in ns).
+ENGINE = {"model": "pdchaos-fake", "tp": 2, "transfer_workers": 4, "page_size": 16, "chunk_pages": 4, "pages": PAGES,
+          "max_new_tokens": 16, "bootstrap_timeout": 2 * S, "inflight_timeout": 2 * S, "waiting_timeout": 2 * S,
+          "ack_timeout": 2 * S, "regressions": None, "wire": "nixl", "host": "127.0.0.1", "seed": 42,
+          "heartbeat_interval": S, "check_interval": 5_000_000}
+
 def good(old=False):
     sc = old_scrape if old else scrape
     ev = [{"t": 1, "type": "run", "run": {"scenario": "testdata", "seed": 42, "target": "bundled", "base_wall": BASE}}]
+    if not old:
+        ev[0]["run"]["engine"] = copy.deepcopy(ENGINE)
     if not old:
         ev += [sc(100, P, 0, 0), sc(100, D, 0, 0)]  # the idle baseline, before load
     ev.append({"t": 2, "type": "phase", "phase": "warmup"})
@@ -219,7 +228,7 @@ pre = find(b, lambda e: e["type"] == "rooms" and e["source"] == PE and "ended" i
 o = find(b, lambda e: e["type"] == "outcome" and e["outcome"]["kind"] == "cancelled")[0]["outcome"]
 rec = [r for r in pre if r["room"] == o["room"]][0]
 rec["events"] = [ev(o["start"] + 1000, "prefill", "status", "Bootstrapping"),
-                 ev(o["end"] + 10 * S, "prefill", "status", "Failed", "bootstrap timeout"),
+                 ev(o["end"] + 10 * S, "prefill", "status", "Failed", "scheduler: bootstrap timeout"),
                  ev(o["end"] + 10 * S + 1000, "prefill", "clear", "Failed", "bootstrap timeout")]
 rec["updated"] = rec["events"][-1]["at"]
 write("bad-cancels-reached-deadline.jsonl", b)
@@ -256,3 +265,117 @@ write("bad-faults-verified.jsonl", b)
 
 b = [e for e in copy.deepcopy(g) if e["type"] != "outcome" or e["outcome"]["turn"] >= 25]
 write("bad-load-floor.jsonl", b)
+
+# timeouts-explained: backstops that fired after the fault window (1s-2s,
+# plus the 1s margin), each with the peer's record of the room.
+def evr(ns, side, rank, kind, state, detail=""):
+    e = ev(ns, side, kind, state, detail)
+    e["rank"] = rank
+    return e
+
+MS = 1_000_000
+
+def both(ns, side, kind, state, detail=""):
+    """One event on both TP ranks."""
+    return [evr(ns, side, 0, kind, state, detail), evr(ns, side, 1, kind, state, detail)]
+
+def opened(ns, side):
+    if side == "prefill":
+        return both(ns, side, "status", "Bootstrapping", "sender: sender created rid=x")
+    return (both(ns, side, "status", "Bootstrapping", "receiver: receiver created rid=x") +
+            both(ns, side, "status", "WaitingForInput", "receiver: receiver init"))
+
+def waiting_timeout(meta, fire):
+    """Decode's record of a room whose waiting deadline fired at fire."""
+    return (opened(meta, "decode") + [evr(meta, "decode", 0, "metadata-sent", "WaitingForInput", "99 pages per rank")] +
+            both(fire, "decode", "status", "Failed", "receiver: waiting timeout") +
+            [evr(fire, "decode", 0, "abort-sent", "Failed", "ABORT to prefill")] +
+            both(fire, "decode", "clear", "Failed", "waiting timeout: timed out waiting for kv transfer"))
+
+def with_rooms(base, pre, dec, t=3 * S + S // 2):
+    """base with one more ended-rooms snapshot per side."""
+    b = copy.deepcopy(base)
+    i = [k for k, e in enumerate(b) if e["type"] == "phase" and e["phase"] == "drain"][0]
+    b[i:i] = [{"t": t, "type": "rooms", "source": PE, "rooms": {"role": "prefill", "held": [], "cleared": 30, "ended": pre}},
+              {"t": t, "type": "rooms", "source": DE, "rooms": {"role": "decode", "held": [], "cleared": 30, "ended": dec}}]
+    return b
+
+pre, dec = [], []
+# Fault: the room lived through the fault window; prefill's Success notice
+# was lost to it.
+dec.append(ended(2001, "decode", waiting_timeout(500 * MS, 2500 * MS), "Failed"))
+pre.append(ended(2001, "prefill", opened(500 * MS, "prefill") + both(600 * MS, "prefill", "status", "Success", "worker: last chunk 3 done") +
+                 both(600 * MS, "prefill", "clear", "Success", "transfer done"), "Success"))
+# Load: prefill still transferring when decode gave up.
+dec.append(ended(2002, "decode", waiting_timeout(3200 * MS, 5210 * MS), "Failed"))
+pre.append(ended(2002, "prefill", opened(3200 * MS, "prefill") + both(3250 * MS, "prefill", "status", "WaitingForInput", "bootstrap: metadata arrived") +
+                 both(5000 * MS, "prefill", "status", "Transferring", "worker: chunk 0 start") +
+                 both(5220 * MS, "prefill", "status", "Failed", "bootstrap: decode ABORT") +
+                 both(5250 * MS, "prefill", "clear", "Failed", "transfer failed"), "Failed"))
+# Race: prefill failed the room 400ms before; its notice was in flight.
+dec.append(ended(2003, "decode", waiting_timeout(3300 * MS, 5300 * MS), "Failed"))
+pre.append(ended(2003, "prefill", opened(3300 * MS, "prefill") + both(3300 * MS, "prefill", "status", "WaitingForInput", "bootstrap: metadata arrived") +
+                 both(4000 * MS, "prefill", "status", "Transferring", "worker: chunk 0 start") +
+                 both(4900 * MS, "prefill", "status", "Failed", "worker: transfer error") +
+                 both(4950 * MS, "prefill", "clear", "Failed", "transfer failed"), "Failed"))
+# Race on the notice: decode sent its metadata 600ms before prefill's
+# bootstrap deadline fired.
+pre.append(ended(2004, "prefill", opened(3390 * MS, "prefill") + both(5400 * MS, "prefill", "status", "Failed", "scheduler: bootstrap timeout") +
+                 both(5400 * MS, "prefill", "clear", "Failed", "bootstrap failed"), "Failed"))
+dec.append(ended(2004, "decode", opened(4800 * MS, "decode") + [evr(4800 * MS, "decode", 0, "metadata-sent", "WaitingForInput", "99 pages per rank")] +
+                 both(5450 * MS, "decode", "status", "Failed", "receiver: prefill reported failure: bootstrap failed") +
+                 both(5450 * MS, "decode", "clear", "Failed", "transfer failed"), "Failed"))
+# Load, merged with MIN over ranks: decode rank 0 has every chunk, rank 1
+# still waits (MAX would read Success 1.5s before, a lost notice).
+pre.append(ended(2005, "prefill", opened(3400 * MS, "prefill") + both(3450 * MS, "prefill", "status", "WaitingForInput", "bootstrap: metadata arrived") +
+                 both(3500 * MS, "prefill", "status", "Transferring", "worker: chunk 0 start") +
+                 both(5510 * MS, "prefill", "status", "Failed", "scheduler: inflight timeout") +
+                 both(5510 * MS, "prefill", "clear", "Failed", "transfer failed"), "Failed"))
+dec.append(ended(2005, "decode", opened(3400 * MS, "decode") + [evr(3440 * MS, "decode", 0, "metadata-sent", "WaitingForInput", "99 pages per rank"),
+                 evr(4000 * MS, "decode", 0, "status", "Success", "receiver: all chunks and aux received")] +
+                 both(5520 * MS, "decode", "status", "Failed", "receiver: prefill reported failure: transfer failed") +
+                 both(5520 * MS, "decode", "clear", "Failed", "transfer failed"), "Failed"))
+# Load on the ACK: decode aborted, prefill has not read the ABORT yet.
+dec.append(ended(2006, "decode", opened(3500 * MS, "decode") + [evr(3500 * MS, "decode", 0, "metadata-sent", "WaitingForInput", "99 pages per rank"),
+                 evr(3600 * MS, "decode", 0, "abort-request", "WaitingForInput", "client gone rid=x")] +
+                 both(3600 * MS, "decode", "status", "Failed", "receiver: aborted") +
+                 [evr(3600 * MS, "decode", 0, "abort-sent", "Failed", "ABORT to prefill")] +
+                 both(3600 * MS, "decode", "clear", "Failed", "aborted") +
+                 [evr(5610 * MS, "decode", 0, "ack-timeout", "cleared", "freeing pages without prefill's ACK")], "Failed"))
+pre.append(ended(2006, "prefill", opened(3500 * MS, "prefill") + both(3500 * MS, "prefill", "status", "WaitingForInput", "bootstrap: metadata arrived") +
+                 both(3550 * MS, "prefill", "status", "Transferring", "worker: chunk 0 start") +
+                 both(5650 * MS, "prefill", "status", "Failed", "bootstrap: decode ABORT") +
+                 both(5660 * MS, "prefill", "clear", "Failed", "transfer failed"), "Failed"))
+write("good-timeouts-explained.jsonl", with_rooms(g, pre, dec))
+
+# A waiting deadline fired and prefill has no record of the room.
+write("bad-timeouts-explained-no-peer.jsonl", with_rooms(g, [], [ended(2101, "decode", waiting_timeout(3200 * MS, 5210 * MS), "Failed")]))
+
+# A waiting deadline fired 1.81s after prefill had finished the room: its
+# Success notice was lost with no fault to lose it.
+write("bad-timeouts-explained-peer-cleared.jsonl", with_rooms(g,
+      [ended(2102, "prefill", opened(3200 * MS, "prefill") + both(3250 * MS, "prefill", "status", "WaitingForInput", "bootstrap: metadata arrived") +
+             both(3300 * MS, "prefill", "status", "Transferring", "worker: chunk 0 start") +
+             both(3400 * MS, "prefill", "status", "Success", "worker: last chunk 3 done") +
+             both(3400 * MS, "prefill", "clear", "Success", "transfer done"), "Success")],
+      [ended(2102, "decode", waiting_timeout(3200 * MS, 5210 * MS), "Failed")]))
+
+# Prefill's bootstrap deadline fired though decode sent its metadata 1.9s
+# before: the metadata was lost with no fault to lose it.
+write("bad-timeouts-explained-notice-lost.jsonl", with_rooms(g,
+      [ended(2103, "prefill", opened(3200 * MS, "prefill") + both(5210 * MS, "prefill", "status", "Failed", "scheduler: bootstrap timeout") +
+             both(5210 * MS, "prefill", "clear", "Failed", "bootstrap failed"), "Failed")],
+      [ended(2103, "decode", opened(3300 * MS, "decode") + [evr(3310 * MS, "decode", 0, "metadata-sent", "WaitingForInput", "99 pages per rank")] +
+             both(5300 * MS, "decode", "status", "Failed", "receiver: prefill reported failure: bootstrap failed") +
+             both(5300 * MS, "decode", "clear", "Failed", "transfer failed"), "Failed")]))
+
+# A room Transferring on prefill for 4.8s, past its 2s inflight deadline
+# plus the margin, and no backstop fired: the deadline is not enforced.
+write("bad-timeouts-explained-state-bound.jsonl", with_rooms(g,
+      [ended(2104, "prefill", opened(3100 * MS, "prefill") + both(3150 * MS, "prefill", "status", "WaitingForInput", "bootstrap: metadata arrived") +
+             both(3200 * MS, "prefill", "status", "Transferring", "worker: chunk 0 start") +
+             both(8000 * MS, "prefill", "status", "Success", "worker: last chunk 3 done") +
+             both(8000 * MS, "prefill", "clear", "Success", "transfer done"), "Success")],
+      [ended(2104, "decode", opened(3100 * MS, "decode") + [evr(3150 * MS, "decode", 0, "metadata-sent", "WaitingForInput", "99 pages per rank")] +
+             both(4100 * MS, "decode", "status", "Success", "receiver: all chunks and aux received") +
+             both(4200 * MS, "decode", "clear", "Success", "generation done"), "Success")]))

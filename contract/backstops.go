@@ -1,0 +1,157 @@
+package contract
+
+import (
+	"strings"
+	"time"
+)
+
+// Backstop names: the fixed engine's deadlines, each the last resort that
+// ends a room when the message that should have ended it never came.
+const (
+	BackstopBootstrap = "bootstrap-timeout"
+	BackstopInflight  = "inflight-timeout"
+	BackstopWaiting   = "waiting-timeout"
+	BackstopAck       = "ack-timeout"
+)
+
+// Room event kinds the checkers read: a status write (State is the new
+// status), a rank clearing the room, and decode sending its metadata (the
+// start of its waiting deadline).
+const (
+	RoomEventStatus       = "status"
+	RoomEventClear        = "clear"
+	RoomEventMetadataSent = "metadata-sent"
+)
+
+// Backstop is one deadline of the fixed engine: where it runs, what it
+// guards, what sets it and the room event it writes when it fires. The
+// engine writes its events from this table and timeouts-explained reads
+// them back, so the two cannot drift apart.
+type Backstop struct {
+	// Name is the backstop's name (BackstopBootstrap, ...).
+	Name string
+	// Role is the side whose loop enforces it (SidePrefill, SideDecode).
+	Role string
+	// States are the room states it fires in on Role. The ACK deadline
+	// guards pages of a room already Failed and cleared.
+	States []string
+	// Config is the EngineConfig field that sets it, by its YAML key.
+	Config string
+	// Probe is the code probe its branch hits.
+	Probe ProbeID
+	// Kind and Detail are the room event the engine writes when it fires:
+	// for a status event (Kind RoomEventStatus) the new state is Failed
+	// and the detail is "<writer>: " followed by Detail; any other kind is
+	// a note of its own whose detail is Detail.
+	Kind   string
+	Detail string
+	// Clock says what starts the deadline's clock, for people.
+	Clock string
+	// PeerNotice is the room event kind on the peer's side that carries
+	// what this backstop waits for ("" when the peer's room ending is that
+	// notice): when the peer recorded it well before the backstop fired,
+	// the notice was lost, and the peer still holding the room is no
+	// excuse.
+	PeerNotice string
+}
+
+// Backstops lists the fixed engine's deadlines.
+func Backstops() []Backstop {
+	return []Backstop{
+		{Name: BackstopBootstrap, Role: SidePrefill, States: []string{StateBootstrapping}, Config: "bootstrap_timeout",
+			Probe: ProbePrefillBootstrapTimeout, Kind: RoomEventStatus, Detail: "bootstrap timeout",
+			Clock: "prefill's request joins the bootstrap queue (its sender is created)", PeerNotice: RoomEventMetadataSent},
+		{Name: BackstopInflight, Role: SidePrefill, States: []string{StateWaitingForInput, StateTransferring}, Config: "inflight_timeout",
+			Probe: ProbePrefillInflightTimeout, Kind: RoomEventStatus, Detail: "inflight timeout",
+			Clock: "prefill forwards the request and queues its KV chunks"},
+		{Name: BackstopWaiting, Role: SideDecode, States: []string{StateBootstrapping, StateWaitingForInput, StateTransferring}, Config: "waiting_timeout",
+			Probe: ProbeDecodeWaitingTimeout, Kind: RoomEventStatus, Detail: "waiting timeout",
+			Clock: "decode sends its metadata (pages allocated)"},
+		{Name: BackstopAck, Role: SideDecode, States: []string{StateFailed}, Config: "ack_timeout",
+			Probe: ProbeDecodeAckTimeoutFree, Kind: BackstopAck, Detail: "freeing pages without prefill's ACK",
+			Clock: "decode aborts a room whose KV transfer was under way, keeping its pages", PeerNotice: "abort-ack"},
+	}
+}
+
+// LookupBackstop returns the named backstop of Backstops; the zero
+// Backstop when there is none.
+func LookupBackstop(name string) Backstop {
+	for _, b := range Backstops() {
+		if b.Name == name {
+			return b
+		}
+	}
+	return Backstop{}
+}
+
+// Deadline is the backstop's deadline under c (resolved: zero fields are
+// not defaulted here).
+func (b Backstop) Deadline(c EngineConfig) time.Duration {
+	switch b.Config {
+	case "bootstrap_timeout":
+		return c.BootstrapTimeout
+	case "inflight_timeout":
+		return c.InflightTimeout
+	case "waiting_timeout":
+		return c.WaitingTimeout
+	case "ack_timeout":
+		return c.AckTimeout
+	}
+	return 0
+}
+
+// FiredBy reports whether e is the event the backstop writes when it fires.
+func (b Backstop) FiredBy(e Event) bool {
+	if e.Side != b.Role || e.Kind != b.Kind {
+		return false
+	}
+	if b.Kind == RoomEventStatus {
+		_, why, ok := strings.Cut(e.Detail, ": ")
+		return ok && e.State == StateFailed && why == b.Detail
+	}
+	return e.Detail == b.Detail
+}
+
+// StateDeadline bounds a room's time in one state on one role by the sum
+// of the named backstops' deadlines: the fixed engine cannot keep a room
+// there longer (plus StateMargin), because one of them fires first.
+type StateDeadline struct {
+	// Role and State are where the bound holds.
+	Role, State string
+	// Backstops are the deadlines whose sum is the bound.
+	Backstops []string
+	// From is the room event that starts the clock; "" is the room
+	// entering State. A room without the event is not bounded there
+	// (decode's wait for pages, before its metadata, has no deadline).
+	From string
+}
+
+// StateDeadlines lists every bounded room state. Prefill's WaitingForInput
+// is bounded by the bootstrap and the inflight deadlines together:
+// decode's metadata may reach it before its request does (which the
+// orphan sweep bounds by the bootstrap timeout), and from the forward the
+// inflight deadline runs.
+func StateDeadlines() []StateDeadline {
+	return []StateDeadline{
+		{Role: SidePrefill, State: StateBootstrapping, Backstops: []string{BackstopBootstrap}},
+		{Role: SidePrefill, State: StateWaitingForInput, Backstops: []string{BackstopBootstrap, BackstopInflight}},
+		{Role: SidePrefill, State: StateTransferring, Backstops: []string{BackstopInflight}},
+		{Role: SideDecode, State: StateWaitingForInput, Backstops: []string{BackstopWaiting}, From: RoomEventMetadataSent},
+		{Role: SideDecode, State: StateTransferring, Backstops: []string{BackstopWaiting}, From: RoomEventMetadataSent},
+	}
+}
+
+// Bound is the state's deadline under c (resolved).
+func (s StateDeadline) Bound(c EngineConfig) time.Duration {
+	var d time.Duration
+	for _, n := range s.Backstops {
+		d += LookupBackstop(n).Deadline(c)
+	}
+	return d
+}
+
+// StateMargin is what a room's time in a state may exceed its bound by on
+// the fixed engine: a deadline is enforced by a loop that looks every
+// CheckInterval, and under load one iteration (a forward, a burst of
+// notices) may take a while, so 2s plus two check intervals.
+func StateMargin(c EngineConfig) time.Duration { return 2*time.Second + 2*c.CheckInterval }

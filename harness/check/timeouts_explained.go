@@ -1,0 +1,324 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/faults"
+)
+
+// DefaultFaultMargin widens a fault window when it explains a backstop:
+// a fault's effect outlives its heal a little (a restarted process comes
+// up, a proxy's held bytes drain) and a room created just before it began
+// can still be caught by it.
+const DefaultFaultMargin = time.Second
+
+// DefaultRaceWindow is how soon before a backstop fired the peer may have
+// ended the room (or sent the notice the backstop waits for) with that
+// notice still in flight: the backstop raced it, nothing was lost.
+const DefaultRaceWindow = time.Second
+
+// Explanations of a fired backstop, as the evidence counts them.
+const (
+	explainedFault      = "explained_fault"
+	explainedRegression = "explained_regression"
+	explainedLoad       = "explained_load"
+	explainedRace       = "explained_race"
+)
+
+// firing is one backstop that fired on one room.
+type firing struct {
+	b    contract.Backstop
+	room uint64
+	at   time.Time
+}
+
+// checkTimeoutsExplained: on the fixed engine a backstop (contract.Backstops)
+// is the last resort when a message is lost, so every one that fired must
+// be explained: by a fault window overlapping the room's life (widened by
+// DefaultFaultMargin), by a regression switched on, by load (the peer still
+// held the room live when it fired: its ranks' states merged with MIN, as
+// SGLang's all-reduce does, neither Failed nor Success) or by a race (the
+// peer ended the room, or sent what the backstop waits for, less than
+// DefaultRaceWindow earlier). And no room stays in a state longer than its
+// deadline (contract.StateDeadlines) plus contract.StateMargin, unless a
+// process or engine fault (which can stop the loop that enforces it)
+// overlapped that stay. Logs without the engine config or ended rooms (an
+// external target, or recorded before this checker) are skipped.
+func checkTimeoutsExplained(v *View) CheckResult {
+	ev := map[string]int64{"backstops_fired": 0, explainedFault: 0, explainedRegression: 0, explainedLoad: 0, explainedRace: 0,
+		"unexplained": 0, "states_checked": 0, "states_over_deadline": 0, "states_excused_by_fault": 0, "records_truncated": 0}
+	switch {
+	case v.Run.Engine == nil:
+		return result(contract.CheckTimeoutsExplained, Skip, ev, "the log records no engine config (an external target, or recorded before timeouts-explained)")
+	case len(v.Final) == 0 && len(v.Ended) == 0:
+		return result(contract.CheckTimeoutsExplained, Skip, ev, "the target exposes no /debug/rooms")
+	case len(v.Ended) == 0:
+		return result(contract.CheckTimeoutsExplained, Skip, ev, "the log keeps no ended rooms (recorded before they were logged)")
+	case v.Run.BaseWall.IsZero():
+		return result(contract.CheckTimeoutsExplained, Inconclusive, ev, "the log has no base wall time to place room events")
+	}
+	// Resolve fills what a partial config leaves out; a zero deadline must
+	// not bound every state at nothing.
+	cfg, _, err := v.Run.Engine.Resolve()
+	if err != nil {
+		return result(contract.CheckTimeoutsExplained, Inconclusive, ev, "the log's engine config is invalid: %v", err)
+	}
+	recs := roomsByRole(v)
+	n := 0
+	for _, rs := range recs {
+		n += len(rs)
+	}
+	if n == 0 {
+		return result(contract.CheckTimeoutsExplained, Inconclusive, ev, "no room was recorded: nothing to judge")
+	}
+	// bad are the failures with the room's histories; heads the same
+	// without them, for the summary line.
+	var bad, heads []string
+	var stuck []StuckRoom
+	addStuck := func(role string, r contract.RoomRecord, since time.Duration) {
+		if len(stuck) < maxStuck {
+			stuck = append(stuck, StuckRoom{Role: role, Room: r.Room, State: r.State, Ranks: r.Ranks, Since: since,
+				ActiveFaults: v.activeAt(since), Events: r.Events})
+		}
+	}
+	for _, f := range firings(recs) {
+		ev["backstops_fired"]++
+		peerRole := peerOf(f.b.Role)
+		own := recs[f.b.Role][f.room]
+		peer, hasPeer := recs[peerRole][f.room]
+		how, why := v.explain(f, own, peer, hasPeer)
+		if how != "" {
+			ev[how]++
+			continue
+		}
+		ev["unexplained"]++
+		at := f.at.Sub(v.Run.BaseWall)
+		head := fmt.Sprintf("room %d: %s on %s fired at %v (room created at %v), unexplained: %s",
+			f.room, f.b.Name, f.b.Role, at.Round(time.Millisecond), own.Created.Sub(v.Run.BaseWall).Round(time.Millisecond), why)
+		line := head + fmt.Sprintf("; %s history: %s", f.b.Role, historyLine(own.Events, v.Run.BaseWall))
+		if hasPeer {
+			line += fmt.Sprintf("; %s history: %s", peerRole, historyLine(peer.Events, v.Run.BaseWall))
+		}
+		heads, bad = append(heads, head), append(bad, line)
+		addStuck(f.b.Role, own, at)
+		if hasPeer {
+			addStuck(peerRole, peer, at)
+		}
+	}
+	margin := contract.StateMargin(cfg)
+	for _, role := range sortedSources(recs) {
+		for _, id := range sortedRooms(recs[role]) {
+			r := recs[role][id]
+			if nonClear(r.Events) >= contract.MaxRoomEvents {
+				ev["records_truncated"]++
+				continue
+			}
+			for _, o := range v.overruns(role, r, cfg, margin, ev) {
+				heads, bad = append(heads, o.head), append(bad, o.head+"; history: "+historyLine(r.Events, v.Run.BaseWall))
+				addStuck(role, r, o.since)
+			}
+		}
+	}
+	if len(bad) > 0 {
+		res := result(contract.CheckTimeoutsExplained, Fail, ev, "%d unexplained backstops, %d room states past their deadline: %s",
+			ev["unexplained"], ev["states_over_deadline"], joinLimit(heads, 2))
+		res.Details, res.Stuck = bad, stuck
+		return res
+	}
+	return result(contract.CheckTimeoutsExplained, Pass, ev,
+		"%d backstops fired, all explained (%d fault, %d load, %d race, %d regression); %d room states within their deadlines",
+		ev["backstops_fired"], ev[explainedFault], ev[explainedLoad], ev[explainedRace], ev[explainedRegression], ev["states_checked"])
+}
+
+// explain says how a fired backstop is explained (an evidence key), or
+// "" and why not.
+func (v *View) explain(f firing, own, peer contract.RoomRecord, hasPeer bool) (how, why string) {
+	if regs := v.Run.Engine.Regressions; len(regs) > 0 {
+		return explainedRegression, ""
+	}
+	base := v.Run.BaseWall
+	from := own.Created
+	if hasPeer && !peer.Created.IsZero() && peer.Created.Before(from) {
+		from = peer.Created
+	}
+	if v.faultDuring(from.Sub(base)-DefaultFaultMargin, f.at.Sub(base)+DefaultFaultMargin) {
+		return explainedFault, ""
+	}
+	if !hasPeer {
+		return "", fmt.Sprintf("%s has no record of the room", peerOf(f.b.Role))
+	}
+	p := peerAt(peer, f.at, f.b.PeerNotice)
+	if f.b.PeerNotice != "" && !p.notice.IsZero() {
+		d := f.at.Sub(p.notice)
+		if d < DefaultRaceWindow {
+			return explainedRace, ""
+		}
+		return "", fmt.Sprintf("%s recorded %s %v before it (state %s then): it never arrived", peerOf(f.b.Role), f.b.PeerNotice, d.Round(time.Millisecond), p.state)
+	}
+	switch {
+	case p.live:
+		return explainedLoad, ""
+	case !p.held && p.firstAt.After(f.at):
+		return explainedLoad, "" // the peer got to the room only after: it was behind
+	case !p.endAt.IsZero() && f.at.Sub(p.endAt) < DefaultRaceWindow:
+		return explainedRace, ""
+	case !p.endAt.IsZero():
+		return "", fmt.Sprintf("%s had ended the room %v before (state %s, last state %s)", peerOf(f.b.Role), f.at.Sub(p.endAt).Round(time.Millisecond), p.state, peer.LastState)
+	}
+	return "", fmt.Sprintf("%s never held the room (state %s)", peerOf(f.b.Role), p.state)
+}
+
+// peerState is a room on one side at one moment.
+type peerState struct {
+	// held: some rank had a status by then; live: the ranks' states merged
+	// with MIN (a cleared rank reads Failed) are neither Failed nor Success.
+	held, live bool
+	// state is the merged state ("none" before any status).
+	state string
+	// endAt is when the merged state first became Failed or Success (zero
+	// if not by then); notice when the backstop's PeerNotice was last
+	// recorded (zero if not); firstAt is the record's first event.
+	endAt, notice, firstAt time.Time
+}
+
+// peerAt replays r's events up to t; notice is the event kind whose last
+// time by then peerState.notice keeps ("" for none).
+func peerAt(r contract.RoomRecord, t time.Time, notice string) peerState {
+	ps := peerState{state: "none"}
+	ranks := map[int]string{}
+	for i, e := range sortedEvents(r.Events) {
+		if i == 0 {
+			ps.firstAt = e.At
+		}
+		if e.At.After(t) {
+			break
+		}
+		switch e.Kind {
+		case contract.RoomEventStatus:
+			ranks[e.Rank] = e.State
+		case contract.RoomEventClear:
+			ranks[e.Rank] = contract.StateFailed // an absent room is dead
+		}
+		if notice != "" && e.Kind == notice {
+			ps.notice = e.At
+		}
+		if len(ranks) > 0 {
+			ps.held = true
+			ps.state = mergeMin(ranks)
+			if contract.TerminalState(ps.state) && ps.endAt.IsZero() {
+				ps.endAt = e.At
+			}
+		}
+	}
+	ps.live = ps.held && !contract.TerminalState(ps.state)
+	return ps
+}
+
+// overrun is one stay past its state's deadline: what it was, and when it
+// began (offset from the run's base).
+type overrun struct {
+	head  string
+	since time.Duration
+}
+
+// overruns lists r's stays in a bounded state longer than the bound plus
+// margin, counting every stay it judges.
+func (v *View) overruns(role string, r contract.RoomRecord, cfg contract.EngineConfig, margin time.Duration, ev map[string]int64) []overrun {
+	bounds := map[string]contract.StateDeadline{}
+	for _, s := range contract.StateDeadlines() {
+		if s.Role == role {
+			bounds[s.State] = s
+		}
+	}
+	evs := sortedEvents(r.Events)
+	firstOf := func(kind string) time.Time {
+		for _, e := range evs {
+			if e.Kind == kind {
+				return e.At
+			}
+		}
+		return time.Time{}
+	}
+	var out []overrun
+	type stay struct {
+		state string
+		since time.Time
+	}
+	cur := map[int]stay{}
+	end := func(rank int, at time.Time) {
+		s, ok := cur[rank]
+		delete(cur, rank)
+		sd, bounded := bounds[s.state]
+		if !ok || !bounded {
+			return
+		}
+		start := s.since
+		if sd.From != "" {
+			from := firstOf(sd.From)
+			if from.IsZero() {
+				return // the clock never started: no deadline ran
+			}
+			if from.After(start) {
+				start = from
+			}
+		}
+		ev["states_checked"]++
+		d, bound := at.Sub(start), sd.Bound(cfg)
+		if d <= bound+margin {
+			return
+		}
+		if v.stopFaultDuring(start.Sub(v.Run.BaseWall), at.Sub(v.Run.BaseWall)) {
+			ev["states_excused_by_fault"]++
+			return
+		}
+		ev["states_over_deadline"]++
+		out = append(out, overrun{since: start.Sub(v.Run.BaseWall), head: fmt.Sprintf("room %d on %s rank %d: %s for %v from %v, past its %v deadline (%v margin)",
+			r.Room, role, rank, s.state, d.Round(time.Millisecond), start.Sub(v.Run.BaseWall).Round(time.Millisecond), bound, margin)})
+	}
+	for _, e := range evs {
+		switch e.Kind {
+		case contract.RoomEventStatus:
+			if s, ok := cur[e.Rank]; ok && s.state == e.State {
+				continue
+			}
+			end(e.Rank, e.At)
+			cur[e.Rank] = stay{e.State, e.At}
+		case contract.RoomEventClear:
+			end(e.Rank, e.At)
+		}
+	}
+	return out // a stay still open at the end is a held room: rooms-terminal's
+}
+
+// stopFaultDuring reports whether a process or engine fault (which can
+// stop the loop that enforces a deadline) overlapped [from, to].
+func (v *View) stopFaultDuring(from, to time.Duration) bool {
+	for _, f := range v.Faults {
+		if f.Applied && (f.Layer == faults.LayerProcess || f.Layer == faults.LayerEngine) &&
+			f.Start <= to && (f.End == 0 || f.End >= from) {
+			return true
+		}
+	}
+	return false
+}
+
+// firings lists each backstop that fired on each room once (its first
+// event), in time order.
+func firings(recs map[string]map[uint64]contract.RoomRecord) []firing {
+	var out []firing
+	for _, b := range contract.Backstops() {
+		for _, id := range sortedRooms(recs[b.Role]) {
+			for _, e := range recs[b.Role][id].Events {
+				if b.FiredBy(e) {
+					out = append(out, firing{b: b, room: id, at: e.At})
+					break
+				}
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
+	return out
+}

@@ -1,0 +1,169 @@
+package check
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/faults"
+	"github.com/pdchaos/pdchaos/faults/schedule"
+)
+
+// TestJudgeOrderIsCheckNames: the judge runs exactly contract.CheckNames,
+// in that order.
+func TestJudgeOrderIsCheckNames(t *testing.T) {
+	t.Parallel()
+	var got []string
+	for _, c := range Judge(readLog(t, "good.jsonl"), Floor{}) {
+		got = append(got, c.Name)
+	}
+	if !slices.Equal(got, contract.CheckNames()) {
+		t.Fatalf("judge order %v, want %v", got, contract.CheckNames())
+	}
+}
+
+// TestTimeoutsExplainedCounts: each backstop of the good log is explained
+// the way it was written to be: one by the fault it lived through, three by
+// load (one of them only when ranks merge with MIN, one on the ACK), two by
+// a race (one on decode's metadata), and bad-cancels-reached-deadline's
+// bootstrap deadline by the fault its room overlapped.
+func TestTimeoutsExplainedCounts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		file string
+		want map[string]int64
+	}{
+		{"good-timeouts-explained.jsonl", map[string]int64{"backstops_fired": 6, explainedFault: 1, explainedLoad: 3, explainedRace: 2, "unexplained": 0}},
+		{"bad-cancels-reached-deadline.jsonl", map[string]int64{"backstops_fired": 1, explainedFault: 1, "states_excused_by_fault": 1}},
+		{"good.jsonl", map[string]int64{"backstops_fired": 0, "states_over_deadline": 0}},
+	} {
+		c, _ := Judge(readLog(t, tc.file), Floor{}).Get(contract.CheckTimeoutsExplained)
+		if c.Status != Pass {
+			t.Errorf("%s: %s (%s), want pass", tc.file, c.Status, c.Summary)
+		}
+		for k, w := range tc.want {
+			if c.Evidence[k] != w {
+				t.Errorf("%s: %s = %d, want %d (%v)", tc.file, k, c.Evidence[k], w, c.Evidence)
+			}
+		}
+		if c.Evidence["states_checked"] == 0 {
+			t.Errorf("%s: no room state checked against its deadline", tc.file)
+		}
+	}
+}
+
+// TestTimeoutsExplainedFailureCarriesHistories: an unexplained backstop
+// names the room on both sides with their histories.
+func TestTimeoutsExplainedFailureCarriesHistories(t *testing.T) {
+	t.Parallel()
+	c, _ := Judge(readLog(t, "bad-timeouts-explained-peer-cleared.jsonl"), Floor{}).Get(contract.CheckTimeoutsExplained)
+	if len(c.Stuck) != 2 || c.Stuck[0].Role != "decode" || c.Stuck[1].Role != "prefill" || c.Stuck[0].Room != 2102 ||
+		len(c.Stuck[0].Events) == 0 || len(c.Stuck[1].Events) == 0 {
+		t.Fatalf("stuck rooms %+v, want room 2102 on decode then prefill, with histories", c.Stuck)
+	}
+	c, _ = Judge(readLog(t, "bad-timeouts-explained-state-bound.jsonl"), Floor{}).Get(contract.CheckTimeoutsExplained)
+	if len(c.Stuck) == 0 || c.Stuck[0].Room != 2104 || c.Stuck[0].Since != 3200*time.Millisecond {
+		t.Fatalf("stuck rooms %+v, want room 2104 since 3.2s, when its Transferring stay began", c.Stuck)
+	}
+	if strings.Contains(c.Summary, "history") || len(c.Details) != 2 || !strings.Contains(c.Details[0], "history: ") {
+		t.Fatalf("summary %q, details %q: want the stays of both ranks, histories in the details only", c.Summary, c.Details)
+	}
+}
+
+// TestTimeoutsExplainedExcuses: the same bad logs pass when a regression is
+// on, and a state's overrun passes when a process fault (which stops the
+// loop that enforces it) overlapped it, but not a network one; an external
+// target (no engine config) is skipped; a partial engine config is
+// defaulted, not read as zero deadlines.
+func TestTimeoutsExplainedExcuses(t *testing.T) {
+	t.Parallel()
+	withEngine := func(evs []Event, f func(*contract.EngineConfig)) []Event {
+		out := slices.Clone(evs)
+		run := *out[0].Run
+		if run.Engine != nil {
+			cfg := *run.Engine
+			f(&cfg)
+			run.Engine = &cfg
+		}
+		out[0].Run = &run
+		return out
+	}
+	withFault := func(evs []Event, layer faults.Layer) []Event {
+		return append(slices.Clone(evs), Event{Type: EvFault, Fault: &schedule.Record{Window: 9, Fault: "stop(prefill)", Layer: layer,
+			Applied: true, Start: 5 * time.Second, End: 6 * time.Second, Evidence: faults.Evidence{Effective: true}}})
+	}
+	noPeer := readLog(t, "bad-timeouts-explained-no-peer.jsonl")
+	bound := readLog(t, "bad-timeouts-explained-state-bound.jsonl")
+	for _, tc := range []struct {
+		name string
+		evs  []Event
+		want Status
+		key  string
+	}{
+		{"regression on", withEngine(noPeer, func(c *contract.EngineConfig) { c.Regressions = []string{contract.FreeBeforeAck} }), Pass, explainedRegression},
+		{"fault over the room", withFault(noPeer, faults.LayerNetwork), Pass, explainedFault},
+		{"process fault over the stay", withFault(bound, faults.LayerProcess), Pass, "states_excused_by_fault"},
+		{"network fault over the stay", withFault(bound, faults.LayerNetwork), Fail, "states_over_deadline"},
+		{"external target", withEngine(noPeer, func(*contract.EngineConfig) {}), Skip, ""},
+		{"partial engine config", withEngine(readLog(t, "good-timeouts-explained.jsonl"), func(c *contract.EngineConfig) {
+			*c = contract.EngineConfig{} // every deadline 10s once defaulted
+		}), Pass, "states_checked"},
+	} {
+		evs := tc.evs
+		if tc.name == "external target" {
+			run := *evs[0].Run
+			run.Engine, run.Target = nil, "external"
+			evs[0].Run = &run
+		}
+		c, _ := Judge(evs, Floor{}).Get(contract.CheckTimeoutsExplained)
+		if c.Status != tc.want || (tc.key != "" && c.Evidence[tc.key] == 0) {
+			t.Errorf("%s: %s (%s) %v, want %s with %s", tc.name, c.Status, c.Summary, c.Evidence, tc.want, tc.key)
+		}
+	}
+}
+
+// TestPeerAtMergesRanksWithMin: the peer's state is its ranks' MIN, a
+// cleared rank reads Failed, and the end is when the MIN first turned
+// terminal.
+func TestPeerAtMergesRanksWithMin(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	at := func(ms int, rank int, kind, state string) contract.Event {
+		return contract.Event{At: base.Add(time.Duration(ms) * time.Millisecond), Rank: rank, Kind: kind, State: state}
+	}
+	r := contract.RoomRecord{Events: []contract.Event{
+		at(0, 0, "status", contract.StateWaitingForInput), at(0, 1, "status", contract.StateWaitingForInput),
+		at(100, 0, "status", contract.StateSuccess), at(150, 0, "abort-ack", contract.StateSuccess),
+		at(200, 1, "status", contract.StateTransferring), at(300, 1, "status", contract.StateSuccess),
+		at(400, 0, "clear", contract.StateSuccess),
+	}}
+	for _, tc := range []struct {
+		ms     int
+		state  string
+		live   bool
+		endMS  int // -1: not ended
+		notice int // -1: none yet
+	}{
+		{-1, "none", false, -1, -1},
+		{50, contract.StateWaitingForInput, true, -1, -1},
+		{250, contract.StateTransferring, true, -1, 150},
+		{350, contract.StateSuccess, false, 300, 150},
+		{450, contract.StateFailed, false, 300, 150},
+	} {
+		p := peerAt(r, base.Add(time.Duration(tc.ms)*time.Millisecond), "abort-ack")
+		end := -1
+		if !p.endAt.IsZero() {
+			end = int(p.endAt.Sub(base).Milliseconds())
+		}
+		notice := -1
+		if !p.notice.IsZero() {
+			notice = int(p.notice.Sub(base).Milliseconds())
+		}
+		if p.state != tc.state || p.live != tc.live || end != tc.endMS || notice != tc.notice {
+			t.Errorf("at %dms: state %s live %v end %d notice %d, want %s %v %d %d", tc.ms, p.state, p.live, end, notice,
+				tc.state, tc.live, tc.endMS, tc.notice)
+		}
+	}
+}
