@@ -146,7 +146,7 @@ func newRun(cfg Config, seed uint64, opts Options) *run {
 // simulate plays the whole run: baseline, load with faults, drain,
 // liveness probes, final records.
 func (s *run) simulate(cfg Config) {
-	s.emit(check.Event{Type: check.EvRun, Run: &check.RunInfo{Scenario: cfg.Name, Seed: s.seed, Target: "sim", BaseWall: epoch}})
+	s.emit(check.Event{Type: check.EvRun, Run: &check.RunInfo{Scenario: cfg.Name, Seed: s.seed, Target: "sim", BaseWall: epoch, Engine: &s.cfg}})
 	s.scrape()
 	s.loadEnd = cfg.Duration
 	warm := s.clients.StartSpread + s.clients.WarmUp
