@@ -13,7 +13,8 @@ import (
 	"github.com/pdchaos/pdchaos/sim"
 )
 
-// Skipped is a fault entry the simulator cannot carry out, with why.
+// Skipped is a part of a scenario the simulator cannot carry out (a fault
+// entry, or the open-loop load with Index -1), with why.
 type Skipped struct {
 	Index  int
 	Kind   string
@@ -21,7 +22,12 @@ type Skipped struct {
 }
 
 // String reads "faults[2] sigkill: not simulated".
-func (s Skipped) String() string { return fmt.Sprintf("faults[%d] %s: %s", s.Index, s.Kind, s.Reason) }
+func (s Skipped) String() string {
+	if s.Index < 0 {
+		return fmt.Sprintf("%s: %s", s.Kind, s.Reason)
+	}
+	return fmt.Sprintf("faults[%d] %s: %s", s.Index, s.Kind, s.Reason)
+}
 
 // Config converts sc. Fault kinds the simulator does not model are left
 // out and listed in the second result, never dropped silently.
@@ -45,6 +51,10 @@ func Config(sc *harness.Scenario) (sim.Config, []Skipped, error) {
 		modelled[k] = true
 	}
 	var skipped []Skipped
+	if sc.OpenLoop != nil {
+		// Index -1: not a fault entry, the scenario's open-loop load.
+		skipped = append(skipped, Skipped{-1, "open_loop", "open-loop (vegeta) load is not simulated; the agents are"})
+	}
 	for i, fs := range sc.Faults {
 		k, ok := catalog.Lookup(fs.Kind)
 		if !ok {
