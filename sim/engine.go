@@ -254,12 +254,15 @@ func (s *run) redeliver(wk *worker, name string, end func(error)) {
 func (s *run) landChunk(wk *worker, name string, end func(error)) {
 	c := wk.chunk
 	now := s.wall()
+	// The name is checked before anything is written, as the live KV
+	// listener does (AdmitKV): a write addressed to a name decode retired
+	// or never gave out is refused, and counted there. The aux notice
+	// after the last chunk is a KV message of its own, checked again.
+	active := s.d.AdmitKV(now, c.Rank, c.Room, c.ID, c.Agent) &&
+		s.d.OnChunk(now, c.Rank, c.Room, c.ID, c.Last, c.Pages, c.First, c.Payload) &&
+		(!c.Last || (s.d.AdmitKV(now, c.Rank, c.Room, c.ID, c.Agent) && s.d.OnAux(now, c.Rank, c.Room)))
 	var err error
-	if c.Agent != s.d.Config().Agents[c.Rank].Name {
-		s.d.RefuseChunk(now, c.Rank, c.Room, c.ID, c.Agent)
-		err = errors.New("decode reports the room inactive")
-	} else if !s.d.OnChunk(now, c.Rank, c.Room, c.ID, c.Last, c.Pages, c.First, c.Payload) ||
-		(c.Last && !s.d.OnAux(now, c.Rank, c.Room)) {
+	if !active {
 		s.pprobes.Hit(contract.ProbePrefillChunkRefused)
 		err = errors.New("decode reports the room inactive")
 	}
@@ -308,11 +311,14 @@ func (s *run) decodeStep() {
 	}
 }
 
-// decodeOut sends decode's control messages, saying hello first on a new
-// connection (a registration per rank, as the push pool does).
+// decodeOut sends decode's control messages (metadata, ABORTs and their
+// resends, re-registrations under a new epoch's name) to the prefill rank
+// each names by bootstrap address and rank, as the live sendOut does: one
+// for a prefill decode has no route to (forgotten when it was declared
+// lost) is dropped and counted.
 func (s *run) decodeOut() {
 	for _, o := range s.d.TakeOutbound() {
-		if !s.routed {
+		if !s.routed || o.Bootstrap != bootstrapAddr || o.Rank < 0 || o.Rank >= len(s.boot) {
 			s.dprobes.Hit(contract.ProbeDecodeControlNoRoute)
 			continue
 		}
@@ -320,10 +326,14 @@ func (s *run) decodeOut() {
 	}
 }
 
+// sendControl sends frames to prefill rank's control socket, saying hello
+// first on a new connection as the push pool does: the registration is
+// built when it is sent, so it names decode's current epoch towards the
+// prefill (a connection reset after a retirement registers the new name).
 func (s *run) sendControl(rank int, frames [][]byte) {
 	if s.helloNeeded[rank] {
 		s.helloNeeded[rank] = false
-		s.sendControl(rank, s.hello[rank])
+		s.sendControl(rank, s.d.Registration(rank, bootstrapAddr))
 	}
 	b := s.boot[rank]
 	kind, room := s.controlKind(frames)
@@ -347,22 +357,23 @@ func (s *run) notifyStep(rank int) {
 	}
 }
 
-// heartbeat is decode's check of prefill's /health: a frozen prefill
-// misses; two misses in a row fail its rooms and forget its route.
+// heartbeat is decode's check of prefill's /health, judged by
+// core.Heartbeat as the live heartbeat loop does: a frozen prefill misses;
+// core.HeartbeatFailures misses in a row fail its rooms, retire decode's
+// name towards it and forget its route, so the next request resolves it
+// afresh and every rank registers the new name on a new connection.
 func (s *run) heartbeat() {
 	if s.routed && !s.frozen("decode") {
-		if s.frozen("prefill") {
+		ok := !s.frozen("prefill")
+		if !ok {
 			s.dprobes.Hit(contract.ProbeDecodeHeartbeatMiss)
-			s.misses++
-			if s.misses == 2 {
-				s.dprobes.Hit(contract.ProbeDecodePrefillLost)
-				n := s.d.OnPrefillLost(s.wall(), bootstrapAddr)
-				s.tracef("decode/heartbeat", "prefill lost: %d rooms failed", n)
-				s.routed = false
-				s.kick(&s.dSched)
-			}
-		} else {
-			s.misses = 0
+		}
+		if s.beats.Observe(bootstrapAddr, ok) {
+			s.dprobes.Hit(contract.ProbeDecodePrefillLost)
+			n := s.d.OnPrefillLost(s.wall(), bootstrapAddr)
+			s.tracef("decode/heartbeat", "prefill lost: %d rooms failed, epoch now %d", n, s.d.Epoch(bootstrapAddr))
+			s.routed = false
+			s.kick(&s.dSched)
 		}
 	}
 	s.after(s.cfg.HeartbeatInterval, "decode/heartbeat", s.heartbeat)

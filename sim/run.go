@@ -64,10 +64,9 @@ type run struct {
 	forwarding, pendingStep bool
 	boot, notify            []*inbox
 	workers                 [][]*worker
-	hello                   [][][]byte
-	helloNeeded             []bool
-	routed                  bool
-	misses                  int
+	helloNeeded             []bool // per rank: the next control message opens a connection
+	routed                  bool   // decode has resolved prefill's route
+	beats                   core.Heartbeat
 
 	streams map[string]*request
 	pwait   map[string]*request
@@ -116,9 +115,7 @@ func newRun(cfg Config, seed uint64, opts Options) *run {
 	var agents []core.DecodeAgent
 	for r := range ec.TP {
 		kv := fmt.Sprintf("%s:%d", decodeIP, kvBase+r)
-		agents = append(agents, core.DecodeAgent{IP: decodeIP, NotifyPort: notifyBase + r, Name: s.wire.AgentName(fmt.Sprintf("decode-agent-%d", r), kv)})
-		s.hello = append(s.hello, s.wire.Registration(core.Registration{DecodeIP: decodeIP, DecodePort: notifyBase + r, AgentName: agents[r].Name,
-			KVAddr: kv, DecodeTP: ec.TP, DecodeRank: r, DstNumSlots: 1024}))
+		agents = append(agents, core.DecodeAgent{IP: decodeIP, NotifyPort: notifyBase + r, Name: s.wire.AgentName(fmt.Sprintf("decode-agent-%d", r), kv), KVAddr: kv})
 	}
 	s.helloNeeded = make([]bool, ec.TP)
 	s.d = core.NewDecode(core.DecodeConfig{Ranks: ec.TP, PageSize: ec.PageSize, Pages: ec.Pages, WaitingTimeout: ec.WaitingTimeout,
