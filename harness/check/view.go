@@ -95,7 +95,15 @@ func (v *View) addRooms(src string, s RoomsSnap) {
 	if len(s.Ended) > 0 && v.Ended[src] == nil {
 		v.Ended[src] = map[uint64]contract.RoomRecord{}
 	}
+	// A room can end twice on one side: a late metadata or ABORT re-opens
+	// a room the side had cleared, and the re-opened record ends again, in
+	// the same snapshot or a later one. Keeping only the last would lose
+	// the first record's history (the client's abort among it), so the
+	// records are merged, as roomsByRole merges every source's.
 	for _, r := range s.Ended {
+		if old, ok := v.Ended[src][r.Room]; ok {
+			r = mergeRecords(old, r)
+		}
 		v.Ended[src][r.Room] = r
 	}
 }
