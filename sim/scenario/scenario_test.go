@@ -218,3 +218,33 @@ func TestExplore(t *testing.T) {
 		t.Fatalf("bootstrap-thread-death: %d failing after %d seeds; want a failure within a few seeds", len(sum.Failing), sum.Seeds)
 	}
 }
+
+// testdata/min-prefill-stop.yaml is the shrunk repro of the fixed engine's
+// corruption after a prefill was declared lost (its in-flight writes landed
+// in pages decode had freed and reused): it failed integrity on every seed
+// tried until decode named its prefill peers per epoch and refused writes
+// to a retired name. The simulator admits KV writes through core.AdmitKV,
+// as the live KV listener does, so it must now pass on the NIXL wire.
+func TestPrefillStopReproPasses(t *testing.T) {
+	t.Parallel()
+	sc, err := harness.LoadScenario("testdata/min-prefill-stop.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := Config(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := sc.Seed; seed < sc.Seed+5; seed++ {
+		res, err := sim.Run(cfg, seed, sim.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := res.Checks.Get(contract.CheckIntegrity); c.Status != "pass" {
+			t.Errorf("seed %d: integrity %s: %s", seed, c.Status, c.Summary)
+		}
+		if res.Probes["decode/prefill-lost"] == 0 {
+			t.Errorf("seed %d: the prefill was never declared lost: the repro no longer reaches the loss", seed)
+		}
+	}
+}
