@@ -123,3 +123,10 @@ bench-go:
 
 clean:
 	rm -rf bin runs
+
+## profiles: every preset once (SEED, default 1) on the fixed engine and under each upstream
+## profile (--profile sglang-nixl|sglang-mooncake): which presets fail on SGLang's defaults;
+## PRESETS="a b" limits the presets
+.PHONY: profiles
+profiles: build
+	RESULTS_DIR=$(RESULTS_DIR) PRESETS="$(PRESETS)" bash scripts/profiles.sh $(or $(SEED),1)

@@ -39,6 +39,11 @@ type EngineConfig struct {
 	AckTimeout       time.Duration `yaml:"ack_timeout" json:"ack_timeout"`
 	// Regressions switches known upstream races back on, by name.
 	Regressions []string `yaml:"regressions" json:"regressions"`
+	// Profile names an upstream build (Profiles(): "sglang-nixl",
+	// "sglang-mooncake") whose default-build races and wire dialect are
+	// switched on as one set; Regressions adds to it, and a Wire that
+	// differs from the profile's is an error. Empty: no profile.
+	Profile string `yaml:"profile,omitempty" json:"profile,omitempty"`
 	// Wire is the dialect of the decode↔prefill control messages:
 	// "nixl" (default: guard frame first on registration and TransferInfo)
 	// or "mooncake" (no guard: "None" or the room first). Prefill and decode
@@ -54,16 +59,33 @@ type EngineConfig struct {
 	// CheckInterval is how often idle loops look for work (deadlines,
 	// queues); default 5ms.
 	CheckInterval time.Duration `yaml:"check_interval" json:"check_interval"`
+	// Gauges is when SGLang's gauges (the sglang:* families) are set:
+	// "live" (default: at every scrape) or "logged" (where SGLang logs
+	// stats, so they can be stale; GaugesLogged says when).
+	Gauges GaugeMode `yaml:"gauges" json:"gauges"`
+	// DecodeLogInterval is, with logged gauges, how many decode batches go
+	// between decode's gauge updates; default 40, SGLang's
+	// --decode-log-interval.
+	DecodeLogInterval int `yaml:"decode_log_interval" json:"decode_log_interval"`
+	// IdleMetricsInterval is, with logged gauges, how often an idle role
+	// refreshes them (never while one of its queues is busy); default 30s,
+	// as SGLang. Tests use small values.
+	IdleMetricsInterval time.Duration `yaml:"idle_metrics_interval" json:"idle_metrics_interval"`
+	// NoLoads serves no GET /v1/loads, as SGLang builds before it did, so
+	// the harness must judge by the gauges alone; default false (served).
+	NoLoads bool `yaml:"no_loads" json:"no_loads"`
 }
 
 // Resolve validates c and fills in defaults. An error names the field by
-// its YAML key (e.g. "tp: 3 must divide 16"); nothing is half-applied.
+// its YAML key (e.g. "tp: 3 must divide 16"); nothing is half-applied. A
+// profile is expanded (WithProfile): the returned config lists every
+// regression it switches on and speaks its wire.
 func (c EngineConfig) Resolve() (EngineConfig, Regressions, error) {
 	for _, f := range []struct {
 		key string
 		v   int
 	}{{"tp", c.TP}, {"transfer_workers", c.TransferWorkers}, {"page_size", c.PageSize}, {"chunk_pages", c.ChunkPages},
-		{"pages", c.Pages}, {"max_new_tokens", c.MaxNewTokens}} {
+		{"pages", c.Pages}, {"max_new_tokens", c.MaxNewTokens}, {"decode_log_interval", c.DecodeLogInterval}} {
 		if f.v < 0 {
 			return c, nil, fmt.Errorf("%s: %d must not be negative (0 takes the default)", f.key, f.v)
 		}
@@ -72,7 +94,8 @@ func (c EngineConfig) Resolve() (EngineConfig, Regressions, error) {
 		key string
 		v   time.Duration
 	}{{"bootstrap_timeout", c.BootstrapTimeout}, {"inflight_timeout", c.InflightTimeout}, {"waiting_timeout", c.WaitingTimeout},
-		{"ack_timeout", c.AckTimeout}, {"heartbeat_interval", c.HeartbeatInterval}, {"check_interval", c.CheckInterval}} {
+		{"ack_timeout", c.AckTimeout}, {"heartbeat_interval", c.HeartbeatInterval}, {"check_interval", c.CheckInterval},
+		{"idle_metrics_interval", c.IdleMetricsInterval}} {
 		if f.v < 0 {
 			return c, nil, fmt.Errorf("%s: %v must not be negative (0 takes the default)", f.key, f.v)
 		}
@@ -124,11 +147,26 @@ func (c EngineConfig) Resolve() (EngineConfig, Regressions, error) {
 	if c.CheckInterval == 0 {
 		c.CheckInterval = 5 * time.Millisecond
 	}
+	c, err := c.WithProfile()
+	if err != nil {
+		return c, nil, fmt.Errorf("profile: %w", err)
+	}
 	w, err := ParseWire(string(c.Wire))
 	if err != nil {
 		return c, nil, fmt.Errorf("wire: %w", err)
 	}
 	c.Wire = w
+	g, err := ParseGaugeMode(string(c.Gauges))
+	if err != nil {
+		return c, nil, fmt.Errorf("gauges: %w", err)
+	}
+	c.Gauges = g
+	if c.DecodeLogInterval == 0 {
+		c.DecodeLogInterval = DefaultDecodeLogInterval
+	}
+	if c.IdleMetricsInterval == 0 {
+		c.IdleMetricsInterval = DefaultIdleMetricsInterval
+	}
 	reg, err := ParseRegressions(c.Regressions)
 	if err != nil {
 		return c, nil, fmt.Errorf("regressions: %w", err)

@@ -59,6 +59,7 @@ type Decode struct {
 	tokens    atomic.Int64
 	ridSeq    atomic.Uint64
 	probes    *core.ProbeCounts
+	gauges    *gaugeLog // what /metrics exports (set up with the routes)
 }
 
 // helloRef names the prefill peer and rank a control address belongs to.
@@ -268,6 +269,12 @@ func (d *Decode) schedulerLoop() {
 			return
 		}
 		d.tokens.Add(int64(len(res.Tokens)))
+		// SGLang's log points, where logged gauges are set.
+		if len(res.Tokens) > 0 {
+			d.gauges.decodeBatch(time.Now())
+		} else {
+			d.gauges.idleTick(time.Now())
+		}
 		d.sendOut(out)
 		busy = len(res.Tokens) > 0
 		if busy && d.cfg.DecodeTokensPerSec > 0 {

@@ -23,7 +23,8 @@ func (d *Decode) Hooks() contract.Hooks {
 
 func (d *Decode) routesHandler() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(d.cfg.Model, "decode", d.samples), newProbeCollector(d.cfg.Model, contract.SideDecode, d.probes))
+	d.gauges = newGaugeLog(d.cfg, d.samples)
+	reg.MustRegister(newCollector(d.cfg.Model, "decode", d.gauges.samples), newProbeCollector(d.cfg.Model, contract.SideDecode, d.probes))
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+contract.PathGenerate, d.handleGenerate)
 	mux.HandleFunc("GET "+contract.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
@@ -44,6 +45,9 @@ func (d *Decode) routesHandler() http.Handler {
 	mux.HandleFunc("GET "+contract.PathServerInfo, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, serverInfo(d.cfg, "decode", d.Addrs()))
 	})
+	if !d.cfg.NoLoads {
+		mux.HandleFunc("GET "+contract.PathLoads, serveLoads("decode", d.samples, d.cfg.PageSize))
+	}
 	mux.HandleFunc("GET "+contract.PathDebugRooms, loopbackOnly(func(w http.ResponseWriter, r *http.Request) {
 		d.mu.Lock()
 		held, cleared := d.hist.Snapshot()
@@ -172,7 +176,11 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 				if t.Done {
 					fmt.Fprint(w, "data: [DONE]\n\n")
 				}
-				if flusher != nil {
+				// One flush per batch of ready tokens, not per token: a
+				// write syscall per token was most of decode's CPU with the
+				// model at full speed; a token waits only for those already
+				// queued behind it.
+				if flusher != nil && (t.Done || len(st.tokens) == 0) {
 					flusher.Flush()
 				}
 			}

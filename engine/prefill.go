@@ -53,6 +53,7 @@ type Prefill struct {
 	requests atomic.Int64
 	ridSeq   atomic.Uint64
 	probes   *core.ProbeCounts
+	gauges   *gaugeLog // what /metrics exports (set up with the routes)
 }
 
 // PrefillAddrs are the addresses a prefill role listens on; empty means
@@ -232,6 +233,12 @@ func (p *Prefill) schedulerLoop() {
 		fin = append(fin, p.core.ProcessInflight(time.Now())...)
 		p.mu.Unlock()
 		p.finish(fin)
+		// SGLang's log points, where logged gauges are set.
+		if forwarded > 0 {
+			p.gauges.prefillBatch(time.Now())
+		} else {
+			p.gauges.idleTick(time.Now())
+		}
 		if forwarded > 0 {
 			for r := range p.workerWake {
 				for w := range p.workerWake[r] {

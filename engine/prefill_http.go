@@ -28,7 +28,8 @@ func (p *Prefill) Hooks() contract.Hooks {
 
 func (p *Prefill) routes() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(p.cfg.Model, "prefill", p.samples), newProbeCollector(p.cfg.Model, contract.SidePrefill, p.probes))
+	p.gauges = newGaugeLog(p.cfg, p.samples)
+	reg.MustRegister(newCollector(p.cfg.Model, "prefill", p.gauges.samples), newProbeCollector(p.cfg.Model, contract.SidePrefill, p.probes))
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+contract.PathGenerate, p.handleGenerate)
 	mux.HandleFunc("GET "+contract.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
@@ -38,6 +39,9 @@ func (p *Prefill) routes() http.Handler {
 	mux.HandleFunc("GET "+contract.PathServerInfo, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, serverInfo(p.cfg, "prefill", p.Addrs()))
 	})
+	if !p.cfg.NoLoads {
+		mux.HandleFunc("GET "+contract.PathLoads, serveLoads("prefill", p.samples, p.cfg.PageSize))
+	}
 	mux.HandleFunc("GET "+contract.PathDebugRooms, loopbackOnly(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		held, cleared := p.hist.Snapshot()
@@ -123,5 +127,7 @@ func serverInfo(cfg contract.EngineConfig, role string, addrs any) map[string]an
 	reg, _ := contract.ParseRegressions(cfg.Regressions)
 	return map[string]any{"version": "pdchaos-engine", "model_path": cfg.Model, "served_model_name": cfg.Model, "disaggregation_mode": role,
 		"tp_size": cfg.TP, "page_size": cfg.PageSize, "regressions": reg.List(), "addrs": addrs,
-		"internal_states": []any{}}
+		"internal_states": []any{}, "enable_metrics": true,
+		contract.ServerInfoGauges: cfg.Gauges, contract.ServerInfoDecodeLogInterval: cfg.DecodeLogInterval,
+		contract.ServerInfoIdleMetricsInterval: cfg.IdleMetricsInterval.Seconds()}
 }

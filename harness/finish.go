@@ -62,8 +62,9 @@ func (r *runner) drainAndProbe(ctx context.Context, t target.Target, c CheckSpec
 	}
 	r.phaseEvent(PhaseJudge)
 	r.probe(ctx, t.Endpoint(), c)
-	// Let the probes' own rooms clear before the final scrape.
-	wait := time.NewTimer(2 * time.Second)
+	// Let the probes' own rooms clear before the final scrape (longer where
+	// gauges may be stale: see GaugeTiming).
+	wait := time.NewTimer(max(r.settle, probeSettle))
 	defer wait.Stop()
 	mark := r.log.Since()
 	for {

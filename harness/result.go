@@ -64,6 +64,9 @@ type Result struct {
 	// used per role (router /readiness or /health, engine /health_generate
 	// or /health).
 	Health target.HealthReport `json:"health,omitempty"`
+	// Gauges is how the run read the engines' gauges and the windows it
+	// used, with why (nil in results written before it existed).
+	Gauges *GaugeTiming `json:"gauges,omitempty"`
 }
 
 // UnhitProbes lists, in table order, the code probes that no run of
@@ -193,6 +196,9 @@ func (r *Result) PrintTable(w io.Writer) {
 	fmt.Fprintf(w, "scenario %s  seed %d  target %s  %v\n", r.Scenario, r.Seed, r.Target, r.Duration.Round(time.Millisecond))
 	if len(r.Health) > 0 {
 		fmt.Fprintf(w, "health: %s\n", r.Health)
+	}
+	if r.Gauges != nil {
+		fmt.Fprintf(w, "%s\n", r.Gauges)
 	}
 	if r.HarnessError != "" {
 		fmt.Fprintf(w, "harness error: %s\n", r.HarnessError)

@@ -58,6 +58,9 @@ type RunOptions struct {
 	TargetArgs []string
 	// NoReport skips report.html and junit.xml (tests that only judge).
 	NoReport bool
+	// OnNote, if set, gets lines a person should see as the run goes, such
+	// as the gauge timing and windows the run chose (GaugeTiming.String).
+	OnNote func(string)
 }
 
 // Progress is the live status of a run.
@@ -155,6 +158,7 @@ type runner struct {
 	swarm  *agents.Swarm
 	faults []schedule.Record
 	phase  phaseTimes
+	settle time.Duration // the probe settle window (GaugeTiming.ProbeSettle)
 }
 
 // phaseTimes are the offsets at which phases began.
@@ -245,10 +249,17 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 		return fmt.Errorf("reset target before the run: %w", err)
 	}
 	checks := sc.Checks.withDefaults()
+	timing := decideGaugeTiming(ctx, r.src.SetsEngine(), sc.Engine, t.MetricsURLs(), checks)
+	checks.WedgeWindow, checks.DrainDeadline, r.settle = timing.WedgeWindow, timing.DrainDeadline, timing.ProbeSettle
+	res.Gauges = &timing
+	if r.o.OnNote != nil {
+		r.o.OnNote(timing.String())
+	}
 	deadlines, margin := roomDeadlines(r.src.Kind(), sc.Engine)
 	r.rec = &record.Recorder{Target: t, Log: r.log, Interval: checks.ScrapeInterval,
-		Watchdog: &record.Watchdog{Window: checks.WedgeWindow, Deadlines: deadlines, Margin: margin, BaseWall: r.base},
-		OnWedge:  r.o.OnWedge}
+		Watchdog:  &record.Watchdog{Window: checks.WedgeWindow, Deadlines: deadlines, Margin: margin, BaseWall: r.base},
+		OnWedge:   r.o.OnWedge,
+		LiveLoads: timing.LiveLoads}
 	defer r.rec.Close()
 	var answers agents.CheckFunc
 	if !r.o.NoAnswerCheck {

@@ -133,6 +133,9 @@ func (s *Scenario) Validate() error {
 	default:
 		return fieldErr("target", "%q is not bundled or procs (external targets are chosen on the command line)", s.Target)
 	}
+	if _, err := s.Engine.WithProfile(); err != nil { // before Resolve, to point at the key
+		return fieldErr("engine.profile", "%v", err)
+	}
 	if _, _, err := s.Engine.Resolve(); err != nil { // exactly as the engine will
 		return fieldErr("engine", "%v", err)
 	}
@@ -228,7 +231,31 @@ func ParseScenario(name string, data []byte) (*Scenario, error) {
 		}
 		return nil, fmt.Errorf("scenario %s: %w", name, err)
 	}
+	// Expand the profile now, so the run's record (result.json, repro.yaml)
+	// and the target checks see every regression it switches on.
+	s.Engine, _ = s.Engine.WithProfile() // validated above
 	return &s, nil
+}
+
+// SetProfile switches an upstream profile on (`--profile NAME`): its wire
+// and regressions join the scenario's engine settings, as the scenario's
+// own `engine.profile` would. A scenario that already names a different
+// profile, or a wire the profile does not speak, is an error naming both.
+func (s *Scenario) SetProfile(name string) error {
+	if name = strings.TrimSpace(name); name == "" {
+		return nil
+	}
+	if s.Engine.Profile != "" && s.Engine.Profile != name {
+		return fmt.Errorf("--profile %s: scenario %s already sets engine.profile %s", name, s.Name, s.Engine.Profile)
+	}
+	e := s.Engine
+	e.Profile = name
+	e, err := e.WithProfile()
+	if err != nil {
+		return fmt.Errorf("--profile: scenario %s: %w", s.Name, err)
+	}
+	s.Engine = e
+	return nil
 }
 
 // cleanYAMLErr turns yaml's "line 5: field x not found in type …" into

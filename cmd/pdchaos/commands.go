@@ -215,11 +215,15 @@ func newRunCmd() *cobra.Command {
 	var tf targetFlags
 	var seed uint64
 	var regressions []string
+	var profile string
+	var eo engineOverrides
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO|PRESET",
 		Short: "Run one scenario, judge it, write runs/<scenario>-<seed>-<time>/ and exit 0 pass, 1 violation, 2 inconclusive, 3 harness error",
 		Long: "Run one scenario, judge it, write runs/<scenario>-<seed>-<time>/ and exit 0 pass, 1 violation, 2 inconclusive, 3 harness error.\n\n" +
-			"With one --regression and no scenario, runs the preset that catches that regression (see 'pdchaos engine --regression list').",
+			"With one --regression and no scenario, runs the preset that catches that regression (see 'pdchaos engine --regression list').\n" +
+			"--profile sglang-nixl|sglang-mooncake switches on the races SGLang's default build of that backend still has, and its wire " +
+			"(see 'pdchaos engine --profile list' and docs/sglang.md).",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := scenarioArg(args, regressions)
@@ -238,6 +242,12 @@ func newRunCmd() *cobra.Command {
 				}
 				sc.Engine.Regressions = append(sc.Engine.Regressions, regressions...)
 			}
+			if err := sc.SetProfile(profile); err != nil {
+				return &exitError{exitHarness, err}
+			}
+			if err := eo.apply(sc); err != nil {
+				return &exitError{exitHarness, err}
+			}
 			src, noCheck, err := tf.source(sc, cmd.ErrOrStderr())
 			if err != nil {
 				return &exitError{exitHarness, err}
@@ -255,6 +265,8 @@ func newRunCmd() *cobra.Command {
 	tf.register(cmd)
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "seed for agents, load and faults (0: the scenario's, else a fresh one)")
 	cmd.Flags().StringArrayVar(&regressions, "regression", nil, "bundled engine: switch on a known regression (repeatable; see 'pdchaos engine --regression list')")
+	cmd.Flags().StringVar(&profile, "profile", "", profileFlagHelp())
+	eo.register(cmd)
 	return cmd
 }
 
@@ -271,6 +283,7 @@ func runOne(ctx context.Context, out io.Writer, sc *harness.Scenario, seed uint6
 				p.Agents.Cancelled(), p.Agents.Errors, p.Agents.Hung, p.Faults, p.Busy, p.Wedges))
 		},
 		OnWedge: func(w check.Wedge) { st.line(w.String()) },
+		OnNote:  func(s string) { st.line(s) },
 	})
 	st.done()
 	if err != nil {

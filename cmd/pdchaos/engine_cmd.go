@@ -21,6 +21,7 @@ type engineFlags struct {
 	cfg         contract.EngineConfig
 	role        string
 	regressions []string
+	profile     string
 	allowRemote bool
 	listen      string
 	bootstrap   string
@@ -45,7 +46,9 @@ ports chosen by the OS. With --role, one role runs; give it its peers'
 addresses (the router needs --prefill-http, --prefill-bootstrap and
 --decode-http). When ready, one JSON line with every listening address is
 printed to stdout. Known upstream races are switched on with --regression
-NAME (repeatable); --regression list prints them. --wire chooses the
+NAME (repeatable); --regression list prints them. --profile NAME switches
+on, as one set, the races an upstream build's defaults still have and the
+wire it speaks (--profile list prints them). --wire chooses the
 control-message dialect (nixl or mooncake); every role of one deployment
 must run with the same.`,
 		Args: cobra.NoArgs,
@@ -54,13 +57,27 @@ must run with the same.`,
 				printRegressions(cmd.OutOrStdout())
 				return nil
 			}
+			if f.profile == "list" {
+				printProfiles(cmd.OutOrStdout())
+				return nil
+			}
 			return runEngine(cmd.Context(), cmd.OutOrStdout(), f)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.role, "role", "", "role to run: router, prefill or decode (empty: all in one process)")
 	fl.StringArrayVar(&f.regressions, "regression", nil, "switch on a known regression by name (repeatable; 'list' prints them)")
-	fl.StringVar((*string)(&f.cfg.Wire), "wire", string(contract.WireNIXL), "control-message dialect, the same for every role: nixl or mooncake")
+	fl.StringVar(&f.profile, "profile", "", "switch on an upstream build's default-build races and its wire as one set ("+
+		strings.Join(contract.ProfileNames(), ", ")+"; 'list' prints them); adds to --regression")
+	// No default here: an explicit --wire that contradicts --profile is an
+	// error, and the flag cannot tell an explicit nixl from a default one.
+	fl.StringVar((*string)(&f.cfg.Wire), "wire", "", "control-message dialect, the same for every role: nixl or mooncake (empty: the profile's, else nixl)")
+	fl.StringVar((*string)(&f.cfg.Gauges), "gauges", string(contract.GaugesLive),
+		"when SGLang's gauges are set: live (at every scrape) or logged (at SGLang's log points, so they can be stale)")
+	fl.IntVar(&f.cfg.DecodeLogInterval, "decode-log-interval", contract.DefaultDecodeLogInterval, "logged gauges: decode batches between decode's gauge updates")
+	fl.DurationVar(&f.cfg.IdleMetricsInterval, "idle-metrics-interval", contract.DefaultIdleMetricsInterval,
+		"logged gauges: how often an idle role refreshes them (never while a queue is busy)")
+	fl.BoolVar(&f.cfg.NoLoads, "no-loads", false, "serve no GET /v1/loads (as SGLang builds before it)")
 	fl.IntVar(&f.cfg.TP, "tp", 1, "tensor-parallel ranks on each side")
 	fl.IntVar(&f.cfg.TransferWorkers, "transfer-workers", 4, "transfer workers per prefill rank")
 	fl.IntVar(&f.cfg.MaxNewTokens, "max-new-tokens", 16, "tokens generated when a request does not say")
@@ -115,6 +132,7 @@ func checkLoopback(allow bool, what string, addrs ...string) error {
 
 func runEngine(ctx context.Context, out io.Writer, f engineFlags) error {
 	f.cfg.Regressions = f.regressions
+	f.cfg.Profile = f.profile
 	if err := checkLoopback(f.allowRemote, "--host", f.cfg.Host); err != nil {
 		return &exitError{exitHarness, err}
 	}

@@ -61,6 +61,8 @@ func TestBadInputIsAHarnessError(t *testing.T) {
 		{"unknown regression", []string{"engine", "--regression", "nope"}, `unknown regression "nope"`},
 		{"unknown wire dialect", []string{"engine", "--wire", "ucx"}, `wire: unknown wire dialect "ucx" (valid: nixl, mooncake)`},
 		{"run unknown regression", []string{"run", "abort-storm", "--regression", "nope"}, `unknown regression "nope"`},
+		{"unknown gauge mode", []string{"engine", "--gauges", "stale"}, `gauges: "stale" is not a gauge mode (live or logged)`},
+		{"run unknown gauge mode", []string{"run", "abort-storm", "--gauges", "stale"}, `--gauges: "stale" is not a gauge mode`},
 		{"scenario with an unknown key", []string{"run", bad}, "engin"},
 		{"unknown scenario", []string{"run", "no-such-preset"}, "no-such-preset"},
 		{"remote engine host", []string{"engine", "--host", "10.0.0.1"}, "--allow-remote"},

@@ -21,6 +21,7 @@ func newSoakCmd(stats *selfStats) *cobra.Command {
 	var tf targetFlags
 	var duration time.Duration
 	var keepPassing bool
+	var profile string
 	cmd := &cobra.Command{
 		Use:   "soak --duration D [SCENARIO|PRESET...]",
 		Short: "Run scenarios (default: every preset) with fresh seeds until time is up; keep every failing run",
@@ -38,6 +39,9 @@ func newSoakCmd(stats *selfStats) *cobra.Command {
 				if err != nil {
 					return &exitError{exitHarness, err}
 				}
+				if err := sc.SetProfile(profile); err != nil {
+					return &exitError{exitHarness, err}
+				}
 				scs = append(scs, sc)
 			}
 			for _, sc := range scs { // refuse a bad target before anything starts
@@ -51,6 +55,7 @@ func newSoakCmd(stats *selfStats) *cobra.Command {
 	tf.register(cmd)
 	cmd.Flags().DurationVar(&duration, "duration", time.Minute, "how long to keep starting runs")
 	cmd.Flags().BoolVar(&keepPassing, "keep-passing", false, "keep passing run directories too")
+	cmd.Flags().StringVar(&profile, "profile", "", profileFlagHelp())
 	return cmd
 }
 

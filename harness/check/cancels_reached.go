@@ -36,7 +36,7 @@ func checkCancelsReached(v *View) CheckResult {
 			recs[role] = map[uint64]contract.RoomRecord{}
 		}
 		for id, r := range ended {
-			recs[role][id] = r
+			keepFirst(recs[role], id, r)
 		}
 	}
 	for _, src := range sortedSources(v.Final) {
@@ -45,7 +45,7 @@ func checkCancelsReached(v *View) CheckResult {
 			recs[snap.Role] = map[uint64]contract.RoomRecord{}
 		}
 		for _, r := range snap.Held {
-			recs[snap.Role][r.Room] = r
+			keepFirst(recs[snap.Role], r.Room, r)
 		}
 	}
 	ev := map[string]int64{"cancels_with_room": 0, "sides_checked": 0, "sides_unseen": 0, "late_excused_by_fault": 0}
@@ -97,6 +97,17 @@ func checkCancelsReached(v *View) CheckResult {
 	}
 	return result(contract.CheckCancelsReached, Pass, ev, "%d cancels reached both sides (%d sides checked, %d unseen)",
 		ev["cancels_with_room"], ev["sides_checked"], ev["sides_unseen"])
+}
+
+// keepFirst keeps, of two records of one room on one side, the one created
+// first: a late metadata or ABORT can re-open a room the side had already
+// cleared, and that second record (no client abort, created after the
+// cancel) is not the request the client cancelled.
+func keepFirst(m map[uint64]contract.RoomRecord, id uint64, r contract.RoomRecord) {
+	if prev, ok := m[id]; ok && !prev.Created.IsZero() && (r.Created.IsZero() || !r.Created.Before(prev.Created)) {
+		return
+	}
+	m[id] = r
 }
 
 // cancelReached judges one side's record of a room the client cancelled at

@@ -139,6 +139,11 @@ type Scrape struct {
 	// the engine exports one.
 	EngineType string `json:"engine_type,omitempty"`
 	Err        string `json:"error,omitempty"`
+	// Logged holds what /metrics said for the gauges that the engine's
+	// live loads (GET /v1/loads) replaced in Gauges and Ranks, where the
+	// recorder read them (an engine whose gauges can be stale); nil where
+	// Gauges are /metrics as scraped.
+	Logged map[string]float64 `json:"logged,omitempty"`
 }
 
 // RankKey names one rank's series from its labels: "tp_rank=1", with

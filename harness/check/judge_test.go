@@ -244,3 +244,30 @@ func TestCancelReachedRules(t *testing.T) {
 		}
 	}
 }
+
+// A late metadata or ABORT can re-open a room a side already cleared; the
+// cancel is judged on the record of the request the client cancelled, the
+// one created first, whichever order the log holds them in.
+func TestCancelJudgesTheFirstRecord(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	orig := contract.RoomRecord{Room: 7, Created: base, LastState: contract.StateFailed,
+		Events: []contract.Event{{At: base.Add(time.Second + 10*time.Millisecond), Kind: EventAbortRequest}, {At: base.Add(2 * time.Second), Kind: "clear"}}}
+	reopened := contract.RoomRecord{Room: 7, Created: base.Add(3 * time.Second), LastState: contract.StateFailed,
+		Events: []contract.Event{{At: base.Add(3 * time.Second), Kind: "status"}, {At: base.Add(14 * time.Second), Kind: "clear"}}}
+	for _, order := range [][]contract.RoomRecord{{orig, reopened}, {reopened, orig}} {
+		m := map[uint64]contract.RoomRecord{}
+		for _, r := range order {
+			keepFirst(m, r.Room, r)
+		}
+		if got := m[7]; !got.Created.Equal(base) {
+			t.Errorf("kept the record created at %v, want the first (%v)", got.Created, base)
+		}
+		if _, reached, _ := cancelReached(m[7], time.Second, false, base); !reached {
+			t.Error("the cancelled request's record says the cancel did not reach it")
+		}
+	}
+	if _, reached, _ := cancelReached(reopened, time.Second, false, base); reached {
+		t.Error("the re-opened record alone reads as reached: the test no longer shows the difference")
+	}
+}

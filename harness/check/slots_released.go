@@ -17,7 +17,9 @@ const exact = 1e-9
 // ranks (below is as wrong as above); no page was ever owned twice and the
 // page counts always added up to the pool. A family the check needs that
 // an engine does not export makes it inconclusive, naming the family and
-// the URL: absent is not zero.
+// the URL: absent is not zero. Where the recorder read an engine's live
+// loads (Scrape.Logged set), its queues are judged by those, not by gauges
+// that may be stale; evidence live_loads_scrapes counts such scrapes.
 func checkSlotsReleased(v *View) CheckResult {
 	srcs := make([]string, 0, len(v.Scrapes))
 	for s := range v.Scrapes {
@@ -25,10 +27,15 @@ func checkSlotsReleased(v *View) CheckResult {
 	}
 	sort.Strings(srcs)
 	var bad, errs []string
-	ev := map[string]int64{"engines": 0, "gauges_checked": 0, "ranks_checked": 0, "scrapes": 0, "page_ranks_checked": 0}
+	ev := map[string]int64{"engines": 0, "gauges_checked": 0, "ranks_checked": 0, "scrapes": 0, "page_ranks_checked": 0, "live_loads_scrapes": 0}
 	for _, src := range srcs {
 		ss := v.Scrapes[src]
 		ev["scrapes"] += int64(len(ss))
+		for _, s := range ss {
+			if s.Logged != nil {
+				ev["live_loads_scrapes"]++
+			}
+		}
 		var first, last *Scrape
 		for i := range ss {
 			if ss[i].Err == "" {
@@ -76,8 +83,12 @@ func checkSlotsReleased(v *View) CheckResult {
 	case ev["engines"] == 0:
 		return result(contract.CheckSlotsReleased, Inconclusive, ev, "no successful scrape")
 	}
-	return result(contract.CheckSlotsReleased, Pass, ev, "%d gauges on %d engines (%d rank series) back to their baseline",
-		ev["gauges_checked"], ev["engines"], ev["ranks_checked"])
+	how := ""
+	if ev["live_loads_scrapes"] > 0 {
+		how = ", queues read live from /v1/loads"
+	}
+	return result(contract.CheckSlotsReleased, Pass, ev, "%d gauges on %d engines (%d rank series) back to their baseline%s",
+		ev["gauges_checked"], ev["engines"], ev["ranks_checked"], how)
 }
 
 // backToBaseline compares gauge g of the last scrape with the first, per

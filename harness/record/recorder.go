@@ -37,6 +37,13 @@ type Recorder struct {
 	Watchdog *Watchdog
 	// OnWedge is called (from the recorder goroutine) for each wedge.
 	OnWedge func(check.Wedge)
+	// LiveLoads makes every round also read each engine's GET /v1/loads
+	// (at the metrics URL's base) and put its live queue lengths in place
+	// of the gauges /metrics gave, which on an engine that sets gauges at
+	// its log points can be stale (the originals stay in Scrape.Logged).
+	// A round whose loads fail records the scrape as failed rather than
+	// judging stale gauges. Set it where every engine serves the loads.
+	LiveLoads bool
 
 	client *http.Client
 	mu     sync.Mutex
@@ -94,6 +101,9 @@ func (r *Recorder) Once(ctx context.Context) {
 	for i, u := range murls {
 		g.Go(func() error {
 			s, err := scrapeURL(ctx, c, u)
+			if err == nil && r.LiveLoads {
+				err = overlayLoads(ctx, c, u, &s)
+			}
 			if err != nil {
 				s.Err = err.Error()
 			}

@@ -139,6 +139,21 @@ func engineArgs(cfg contract.EngineConfig) []string {
 	if cfg.Wire != "" {
 		add("wire", string(cfg.Wire)) // every role: both sides speak one dialect
 	}
+	if cfg.Profile != "" {
+		add("profile", cfg.Profile) // idempotent over the regressions and wire above
+	}
+	if cfg.Gauges != "" {
+		add("gauges", string(cfg.Gauges))
+	}
+	if cfg.DecodeLogInterval > 0 {
+		add("decode-log-interval", strconv.Itoa(cfg.DecodeLogInterval))
+	}
+	if cfg.IdleMetricsInterval > 0 {
+		add("idle-metrics-interval", cfg.IdleMetricsInterval.String())
+	}
+	if cfg.NoLoads {
+		add("no-loads", "true")
+	}
 	return a
 }
 

@@ -20,3 +20,12 @@ func TestEngineArgsCarryWire(t *testing.T) {
 		}
 	}
 }
+
+// A profile reaches every role process, so a role started from a config
+// that only names the profile runs its regressions and wire too.
+func TestEngineArgsCarryProfile(t *testing.T) {
+	t.Parallel()
+	if a := engineArgs(contract.EngineConfig{Profile: contract.ProfileSGLangNIXL}); !slices.Contains(a, "--profile=sglang-nixl") {
+		t.Errorf("engine args %v lack --profile=sglang-nixl", a)
+	}
+}
