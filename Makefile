@@ -9,7 +9,7 @@ FUZZTIME  ?= 1m
 # Packages with goroutines and sockets run under the race detector.
 RACE_PKGS := ./engine/... ./faults/... ./agents/... ./harness/...
 
-.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench bench-go deps clean fuzz stress interrupt-runs catch-rates hostile gate-mutants
+.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench bench-go deps clean fuzz stress interrupt-runs catch-rates hostile gate-mutants sim test-mutant
 
 all: build
 
@@ -30,6 +30,7 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 8m $(RACE_PKGS)
 	$(GO) test -count=1 -timeout 8m $$($(GO) list ./... | grep -v -e /engine -e /faults -e /agents -e /harness -e /suites/gate)
+	$(GO) test -race -count=1 -run TestSameSeedSameTrace ./sim/scenario
 
 ## fuzz: every native fuzz target (listed by `go test -list '^Fuzz' ./...`) in turn, one at a
 ## time, each for FUZZTIME (default 1m), e.g. make fuzz FUZZTIME=10m. Stops at the first crasher
@@ -114,6 +115,17 @@ screenshots:
 ## e.g. make repro-free-before-ack SEEDS=20 (the gate wants at least 19 of 20 for a probabilistic catch)
 repro-%: build
 	RESULTS_DIR=$(RESULTS_DIR) bash scripts/catch-rate.sh $* $(or $(SEEDS),20)
+
+## sim: explore SCENARIO (a preset or file) in the deterministic simulator over SEEDS (default
+## 1..100) on every core, e.g. make sim SCENARIO=abort-storm ARGS="--regression decode-abort-leak --first"
+## or ARGS="--swarm --probes"; replay one with bin/pdchaos sim SCENARIO --seed S --trace
+sim: build
+	$(BIN) sim $(SCENARIO) --seeds $(or $(SEEDS),1..100) $(ARGS)
+
+## test-mutant: the simulator finds a deliberately broken failure path no regression names
+## (engine/core built with -tags pdchaos_mutant: orphan transfer infos never swept)
+test-mutant:
+	$(GO) test -tags pdchaos_mutant -count=1 -run TestMutantFound ./sim/scenario
 
 ## bench: measure the engine (against a bare net/http handler), the harness (against vegeta
 ## alone) and the memory of a MEMORY_DURATION soak and watch (default 30m), each figure beside

@@ -88,6 +88,7 @@ const (
 	ProbeDecodeAbortResent
 	ProbeDecodePreallocSkipFlipped
 	ProbeDecodePreallocWaitPages
+	ProbeDecodePreallocFailed
 	ProbeDecodeWaitingTimeout
 	ProbeDecodeTransferFailed
 	ProbeDecodeAbortInPrealloc
@@ -324,6 +325,7 @@ func probeTable() []Probe {
 		pp(ProbeDecodeAbortResent, "decode/abort-resent", "no ABORT_ACK within the ACK timeout: the ABORT is sent again to the ranks that did not acknowledge it"),
 		pr(ProbeDecodePreallocSkipFlipped, "decode/prealloc-skip-flipped", DecodeAbortLeak, "a flipped (aborted) request lingers in the prealloc queue"),
 		pp(ProbeDecodePreallocWaitPages, "decode/prealloc-wait-pages", "not enough free pages: a partial allocation is rolled back and the queue waits"),
+		pp(ProbeDecodePreallocFailed, "decode/prealloc-failed", "a room failed while waiting for pages (its prefill was lost) gets no pages and sends no metadata: a write under the new name could land in them after they are freed"),
 		pp(ProbeDecodeWaitingTimeout, "decode/waiting-timeout", "a room waiting for KV past the waiting timeout is aborted"),
 		pp(ProbeDecodeTransferFailed, "decode/transfer-failed", "a room whose transfer failed is released and its request finished"),
 		pp(ProbeDecodeAbortInPrealloc, "decode/abort-in-prealloc", "an abort of a request before its metadata was sent: pages free at once"),

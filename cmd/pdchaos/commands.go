@@ -25,7 +25,7 @@ import (
 // bundle, soak, watch, doctor, faults reset, faults list and probes).
 func addCommands(root *cobra.Command, stats *selfStats) {
 	root.AddCommand(newRunCmd(), newReproCmd(), newCheckCmd(), newReportCmd(), newBundleCmd(), newSoakCmd(stats), newWatchCmd(),
-		newFaultsCmd(), newProbesCmd())
+		newFaultsCmd(), newProbesCmd(), newSimCmd())
 	root.AddCommand(newDoctorCmd())
 }
 

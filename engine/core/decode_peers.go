@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -182,7 +183,11 @@ func (d *Decode) reregister(bootstrap string) {
 // retired, so a late write is refused rather than landing in them.
 func (d *Decode) expireAcks(now time.Time) {
 	var giveUp []string
-	for room, aw := range d.awaiting {
+	// Rooms in room order, not map order: the free list is LIFO, so the
+	// order decides which pages the next request gets, and what is resent
+	// goes out in order; a simulated run must replay exactly.
+	for _, room := range slices.Sorted(maps.Keys(d.awaiting)) {
+		aw := d.awaiting[room]
 		if now.Sub(aw.since) <= d.cfg.AckTimeout {
 			continue
 		}

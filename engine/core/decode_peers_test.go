@@ -276,3 +276,41 @@ func TestPrefillLostFreesAwaitingPages(t *testing.T) {
 	}
 	r.checkClean()
 }
+
+// A room still waiting for pages when its prefill is declared lost is
+// failed there and then; it must get no pages and send no metadata later
+// (metadata would name prefill's new epoch, so a late write under it would
+// be admitted into pages freed in the same step: found by `pdchaos sim
+// prefill-lost`, 112 of 200 seeds failing integrity).
+func TestPrefillLostPreallocSendsNoMetadata(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{decodePages: 10})
+	r.add("A", 91, prompt(91, 100), 4)
+	r.add("B", 92, prompt(92, 100), 4)
+	r.stepD()
+	if l := r.d.Lens(0); l.Prealloc != 1 || l.Transfer != 1 {
+		t.Fatalf("queues %+v: want A in transfer and B waiting for pages", l)
+	}
+	r.deliverControl()
+	r.stepP()
+	if n := r.d.OnPrefillLost(r.now, testBootstrap); n != 2 {
+		t.Fatalf("%d rooms failed by the loss, want 2 (one in transfer, one waiting for pages)", n)
+	}
+	for range 3 { // A's pages come free in the first step; B must not take them in a later one
+		r.stepD()
+		r.collect()
+		for _, o := range r.ctl {
+			t.Errorf("decode sent %d frames to the lost prefill's bootstrap after the loss: %q", len(o.Frames), o.Frames)
+		}
+		r.ctl = nil
+	}
+	if n := r.d.Probes().Count(contract.ProbeDecodePreallocFailed); n != 1 {
+		t.Errorf("prealloc-failed hit %d times, want 1", n)
+	}
+	if len(r.dfin["A"]) != 1 || len(r.dfin["B"]) != 1 {
+		t.Errorf("finishes A %v B %v, want each failed once", r.dfin["A"], r.dfin["B"])
+	}
+	if l := r.d.Lens(0); l.Prealloc+l.Transfer != 0 || l.PagesUsed != 0 {
+		t.Errorf("after the loss: %+v, want no queue or page held", l)
+	}
+}

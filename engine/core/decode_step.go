@@ -113,6 +113,18 @@ func (d *Decode) preallocate(now time.Time) {
 			d.probes.Hit(contract.ProbeDecodePreallocSkipFlipped)
 			continue // lingers: nothing will ever move it (decode-abort-leak)
 		}
+		if d.failedOnAnyRank(req.Room) {
+			// Failed while it waited (its prefill was lost): moved on with
+			// no pages and no metadata, so pollTransfers ends it. Metadata
+			// sent now would name prefill's new epoch, and a write admitted
+			// under it would land in pages freed in the same step.
+			d.probes.Hit(contract.ProbeDecodePreallocFailed)
+			for _, rk := range d.ranks {
+				rk.prealloc = remove(rk.prealloc, req)
+				rk.transfer = append(rk.transfer, req)
+			}
+			continue
+		}
 		n := d.pagesFor(len(req.Tokens))
 		ok := true
 		for r, rk := range d.ranks {
@@ -142,6 +154,16 @@ func (d *Decode) preallocate(now time.Time) {
 		req.MetaSent = now
 		d.hist.Note(now, req.Room, "decode", 0, contract.RoomEventMetadataSent, fmt.Sprintf("%d pages per rank", n))
 	}
+}
+
+// failedOnAnyRank reports whether some rank's status of room is Failed.
+func (d *Decode) failedOnAnyRank(room uint64) bool {
+	for _, rk := range d.ranks {
+		if rk.status.Check(room) == Failed {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {

@@ -9,8 +9,8 @@ import (
 	"github.com/pdchaos/pdchaos/contract"
 )
 
-// roomsByRole merges every recorded room by role and room: ended rooms,
-// final held ones and rooms an engine cleared while its peer held them,
+// roomsByRole merges every recorded room by role and room: ended rooms
+// (re-opened ones too), final held ones and rooms an engine cleared while its peer held them,
 // each event once.
 func roomsByRole(v *View) map[string]map[uint64]contract.RoomRecord {
 	out := map[string]map[uint64]contract.RoomRecord{}
@@ -28,6 +28,9 @@ func roomsByRole(v *View) map[string]map[uint64]contract.RoomRecord {
 	for _, src := range sortedSources(v.Ended) {
 		for _, id := range sortedRooms(v.Ended[src]) {
 			add(v.Roles[src], v.Ended[src][id])
+		}
+		for _, r := range v.Reopened[src] {
+			add(v.Roles[src], r)
 		}
 	}
 	for _, src := range sortedSources(v.Final) {

@@ -25,9 +25,15 @@ type View struct {
 	Rooms map[string][]RoomsSnap
 	Final map[string]RoomsSnap
 	// Roles maps each rooms source to its engine's role; Ended holds each
-	// source's ended rooms by room, the latest record of each winning.
-	Roles map[string]string
-	Ended map[string]map[uint64]contract.RoomRecord
+	// source's ended rooms by room, the latest copy of each record winning.
+	// A room can end twice on one side: a late metadata or ABORT re-opens a
+	// room the side had cleared, and that second record ends too. Ended
+	// keeps the record created first (the request the client sent);
+	// Reopened holds the later ones, so a room's whole history is still read
+	// (roomsByRole merges both) while cancels-reached judges the request.
+	Roles    map[string]string
+	Ended    map[string]map[uint64]contract.RoomRecord
+	Reopened map[string][]contract.RoomRecord
 	// Faults holds the last record of each fault window, in window order.
 	Faults []schedule.Record
 	// Wedges are the watchdog's flags during the run.
@@ -46,7 +52,7 @@ type View struct {
 // NewView indexes evs. The last leaks, drain and end events win.
 func NewView(evs []Event) *View {
 	v := &View{Scrapes: map[string][]Scrape{}, Rooms: map[string][]RoomsSnap{}, Final: map[string]RoomsSnap{},
-		Roles: map[string]string{}, Ended: map[string]map[uint64]contract.RoomRecord{}, CodeProbes: map[string]CodeProbes{}}
+		Roles: map[string]string{}, Ended: map[string]map[uint64]contract.RoomRecord{}, Reopened: map[string][]contract.RoomRecord{}, CodeProbes: map[string]CodeProbes{}}
 	win := map[int]int{}
 	for _, ev := range evs {
 		switch {
@@ -95,8 +101,21 @@ func (v *View) addRooms(src string, s RoomsSnap) {
 	if len(s.Ended) > 0 && v.Ended[src] == nil {
 		v.Ended[src] = map[uint64]contract.RoomRecord{}
 	}
+	// A later snapshot repeats a record (same creation): the latest copy
+	// wins. A record created at another time is the room re-opened after
+	// it ended, in the same snapshot or a later one: the first-created
+	// stays in Ended, the other goes to Reopened.
 	for _, r := range s.Ended {
-		v.Ended[src][r.Room] = r
+		prev, ok := v.Ended[src][r.Room]
+		switch {
+		case !ok || prev.Created.Equal(r.Created):
+			v.Ended[src][r.Room] = r
+		case r.Created.Before(prev.Created):
+			v.Ended[src][r.Room] = r
+			v.Reopened[src] = append(v.Reopened[src], prev)
+		default:
+			v.Reopened[src] = append(v.Reopened[src], r)
+		}
 	}
 }
 

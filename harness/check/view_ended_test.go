@@ -1,0 +1,62 @@
+package check
+
+import (
+	"testing"
+	"time"
+
+	"github.com/pdchaos/pdchaos/agents/outcome"
+	"github.com/pdchaos/pdchaos/contract"
+)
+
+// A room a late metadata re-opened after prefill had cleared it ends twice
+// on prefill, both records in one final snapshot (as the simulator writes
+// them) or in two, in either order: cancels-reached judges the record
+// created first, the request the client cancelled, and the room's history
+// still holds both. Judged on the re-opened record alone, the cancel did
+// not reach prefill, and the checker must say so.
+func TestEndedTwiceJudgesTheFirstRecord(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	at := func(d time.Duration, kind string) contract.Event {
+		return contract.Event{At: base.Add(d), Side: "prefill", Kind: kind}
+	}
+	rec := func(created, updated time.Duration, evs ...contract.Event) contract.RoomRecord {
+		return contract.RoomRecord{Room: 7, Side: "prefill", Created: base.Add(created), Updated: base.Add(updated), Cleared: true, LastState: contract.StateFailed, Events: evs}
+	}
+	// The client's abort reached the first record; the re-opened one
+	// ended by decode's ABORT.
+	aborted := rec(0, 4*time.Second, at(0, "status"), at(time.Second+10*time.Millisecond, EventAbortRequest), at(4*time.Second, "clear"))
+	// The first record had ended before the client left.
+	endedBefore := rec(0, time.Second/2, at(0, "status"), at(time.Second/2, "clear"))
+	reopened := rec(4*time.Second, 4*time.Second+time.Millisecond, at(4*time.Second, "metadata"), at(4*time.Second, "abort-received"), at(4*time.Second+time.Millisecond, "clear"))
+	decode := contract.RoomRecord{Room: 7, Side: "decode", Created: base, Updated: base.Add(time.Second), Cleared: true, LastState: contract.StateFailed,
+		Events: []contract.Event{{At: base, Side: "decode", Kind: "status"}, {At: base.Add(time.Second), Side: "decode", Kind: EventAbortRequest}, {At: base.Add(time.Second), Side: "decode", Kind: "clear"}}}
+	cancel := outcome.Outcome{Kind: outcome.KindCancelled, Room: 7, HasRoom: true, End: time.Second}
+	view := func(snaps ...[]contract.RoomRecord) *View {
+		evs := []Event{{Type: EvRun, Run: &RunInfo{Scenario: "t", BaseWall: base}}, {Type: EvOutcome, Outcome: &cancel}}
+		for i, ended := range snaps {
+			evs = append(evs, Event{Type: EvRooms, Source: "prefill", Rooms: &RoomsSnap{Role: "prefill", Ended: ended, Final: i == len(snaps)-1}})
+		}
+		evs = append(evs, Event{Type: EvRooms, Source: "decode", Rooms: &RoomsSnap{Role: "decode", Ended: []contract.RoomRecord{decode}, Final: true}})
+		return NewView(evs)
+	}
+	for _, first := range []contract.RoomRecord{aborted, endedBefore} {
+		for name, snaps := range map[string][][]contract.RoomRecord{
+			"one snapshot":        {{first, reopened}},
+			"two snapshots":       {{first}, {reopened}},
+			"re-opened one first": {{reopened, first}},
+			"first one repeated":  {{first}, {first, reopened}},
+		} {
+			v := view(snaps...)
+			if r := checkCancelsReached(v); r.Status != Pass {
+				t.Errorf("%s (first record %s): cancels-reached %s: %s", name, eventKinds(first.Events), r.Status, r.Summary)
+			}
+			if got := roomsByRole(v)["prefill"][7]; len(got.Events) != len(first.Events)+len(reopened.Events) {
+				t.Errorf("%s: the room's history holds %d events (%s), want both records' %d", name, len(got.Events), eventKinds(got.Events), len(first.Events)+len(reopened.Events))
+			}
+		}
+	}
+	if r := checkCancelsReached(view([]contract.RoomRecord{reopened})); r.Status != Fail {
+		t.Errorf("the re-opened record alone: cancels-reached %s (%s), want fail", r.Status, r.Summary)
+	}
+}

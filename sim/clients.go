@@ -1,0 +1,365 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/pdchaos/pdchaos/agents/outcome"
+	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/engine/model"
+)
+
+// request is one client request, from the client's and the router's view.
+type request struct {
+	id, agent, inc, session, turn, sub int
+	probe                              bool
+	rid                                string
+	room                               uint64
+	tokens                             []model.Token
+	maxNew                             int
+	start, first                       time.Duration
+	got                                int
+	answer                             strings.Builder
+	plan                               outcome.CancelKind
+	cancelAt                           int // tokens before a decode-phase cancel
+	ended                              bool
+	pLive, dLive                       bool // still running on prefill / decode
+	onEnd                              func()
+}
+
+type agentState struct {
+	id, inc, session, turn, turns int
+	context                       []model.Token
+	inflight                      map[*request]bool
+}
+
+// startClients schedules every agent's first turn and the kills.
+func (s *run) startClients() {
+	c := s.clients
+	s.system = s.words(c.SystemPromptWords)
+	for i := range c.Agents {
+		a := &agentState{id: i, inflight: map[*request]bool{}}
+		s.agents = append(s.agents, a)
+		start := time.Duration(0)
+		if c.Agents > 1 {
+			start = c.StartSpread * time.Duration(i) / time.Duration(c.Agents)
+		}
+		s.at(start, fmt.Sprintf("agent/%d", i), func() { s.newSession(a); s.turn(a) })
+		if c.KillEvery > 0 {
+			s.scheduleKill(a)
+		}
+	}
+	for _, at := range c.KillAllAt {
+		s.at(at, "clients", func() { s.killAll() })
+	}
+	if c.KillAllEvery > 0 {
+		s.after(s.exp(c.KillAllEvery), "clients", s.killAllRepeat)
+	}
+}
+
+func (s *run) exp(mean time.Duration) time.Duration {
+	return time.Duration(-math.Log(1-s.rng.Float64()) * float64(mean))
+}
+
+func (s *run) words(n int) []model.Token {
+	out := make([]model.Token, n)
+	for i := range out {
+		out[i] = model.Token(s.rng.Uint32())
+	}
+	return out
+}
+
+func (s *run) newSession(a *agentState) {
+	a.session++
+	a.turn = 0
+	a.turns = 1 + s.rng.IntN(s.clients.TurnsPerSession)
+	a.context = s.words(s.clients.UserPromptWords)
+}
+
+// turn sends one turn of agent a: a request, maybe with sub-requests.
+func (s *run) turn(a *agentState) {
+	if s.now >= s.loadEnd {
+		return
+	}
+	c := s.clients
+	inc := a.inc
+	subs := 0
+	if s.chance(c.SubRequestRate) {
+		subs = 1 + s.rng.IntN(c.MaxSubRequests)
+	}
+	left := subs + 1
+	for sub := 0; sub <= subs; sub++ {
+		prompt := append(append([]model.Token(nil), s.system...), a.context...)
+		if sub > 0 {
+			prompt = append(prompt, s.words(8)...)
+		}
+		req := s.newRequest(a, sub, prompt)
+		a.inflight[req] = true
+		req.onEnd = func() {
+			delete(a.inflight, req)
+			left--
+			if left == 0 && a.inc == inc {
+				s.after(s.between(0, 2*c.ThinkTime), fmt.Sprintf("agent/%d", a.id), func() {
+					if a.inc == inc {
+						s.nextTurn(a)
+					}
+				})
+			}
+		}
+		s.send(req)
+	}
+}
+
+func (s *run) nextTurn(a *agentState) {
+	c := s.clients
+	a.turn++
+	if a.turn >= a.turns {
+		s.newSession(a)
+	} else {
+		a.context = append(a.context, s.words(c.ToolOutputWords/2+s.rng.IntN(c.ToolOutputWords/2+1))...)
+		if over := len(a.context) - c.MaxContextWords; over > 0 {
+			a.context = a.context[over:]
+		}
+	}
+	s.turn(a)
+}
+
+func (s *run) newRequest(a *agentState, sub int, prompt []model.Token) *request {
+	c := s.clients
+	s.nreq++
+	req := &request{id: s.nreq, agent: a.id, inc: a.inc, session: a.session, turn: a.turn, sub: sub, tokens: prompt}
+	req.maxNew = c.MaxTokens/2 + s.rng.IntN(c.MaxTokens-c.MaxTokens/2+1)
+	req.maxNew = max(req.maxNew, 1)
+	switch r := s.rng.Float64(); {
+	case r < c.CancelQueuedRate:
+		req.plan = outcome.CancelQueued
+		d := s.between(0, c.CancelQueuedDelay)
+		s.after(d, "client", func() { s.cancel(req, outcome.ReasonCancel) })
+	case r < c.CancelQueuedRate+c.CancelDecodeRate && req.maxNew >= 2:
+		req.plan = outcome.CancelDecode
+		req.cancelAt = 1 + s.rng.IntN(req.maxNew-1)
+	case r < c.CancelQueuedRate+c.CancelDecodeRate+c.DeadlineRate:
+		req.plan = outcome.CancelDeadline
+		s.after(s.between(c.Deadline/2, c.Deadline), "client", func() { s.cancel(req, outcome.ReasonDeadline) })
+	}
+	return req
+}
+
+// send is the router: a room, then the same request to prefill and decode.
+func (s *run) send(req *request) {
+	req.room = s.rng.Uint64()>>1 + 1
+	req.rid = fmt.Sprintf("gen-%016x", req.room)
+	req.start = s.now
+	req.pLive, req.dLive = true, true
+	s.tracef("router", "send rid=%s room=%d agent=%d tokens=%d max=%d plan=%q", req.rid, req.room, req.agent, len(req.tokens), req.maxNew, req.plan)
+	s.transmit(contract.LinkRouterPrefill+"#"+req.rid, &msg{kind: "http", room: req.room, desc: "generate " + req.rid, deliver: func() { s.prefillGenerate(req) }})
+	s.transmit(contract.LinkRouterDecode+"#"+req.rid, &msg{kind: "http", room: req.room, desc: "generate " + req.rid, deliver: func() { s.decodeGenerate(req) }})
+	hang := s.clients.HangTimeout
+	if req.probe {
+		hang = s.checks.ProbeDeadline
+	}
+	s.after(hang, "client", func() {
+		if !req.ended {
+			s.end(req, outcome.Outcome{Kind: outcome.KindHung, Phase: phaseOf(req)})
+			s.closeUpstream(req)
+		}
+	})
+}
+
+func phaseOf(req *request) outcome.Phase {
+	if req.got > 0 {
+		return outcome.PhaseDecode
+	}
+	return outcome.PhaseQueued
+}
+
+func (s *run) prefillGenerate(req *request) {
+	if !req.pLive {
+		return
+	}
+	if err := s.p.Add(s.wall(), req.rid, req.room, req.tokens); err != nil {
+		s.tracef("prefill/http", "generate rid=%s: %v", req.rid, err)
+		req.pLive = false
+		s.rprobes.Hit(contract.ProbeRouterPrefillFailed)
+		return
+	}
+	s.pwait[req.rid] = req
+	s.kick(&s.pSched)
+}
+
+func (s *run) decodeGenerate(req *request) {
+	if !req.dLive {
+		return
+	}
+	if !s.routed {
+		s.routed = true
+		for r := range s.helloNeeded {
+			s.helloNeeded[r] = true
+		}
+	}
+	if err := s.d.Add(s.wall(), req.rid, req.room, bootstrapAddr, req.tokens, req.maxNew); err != nil {
+		req.dLive = false
+		msg := err.Error()
+		s.toClient(req, "error 400", func() { s.onError(req, 400, msg) })
+		return
+	}
+	s.streams[req.rid] = req
+	s.kick(&s.dSched)
+}
+
+// toClient carries something from decode back through the router.
+func (s *run) toClient(req *request, what string, fn func()) {
+	s.transmit(contract.LinkRouterDecode+"#"+req.rid+"<", &msg{kind: "http", room: req.room, desc: what + " " + req.rid, deliver: fn})
+}
+
+func (s *run) onToken(req *request, piece string, done bool) {
+	if req.ended {
+		return
+	}
+	if req.got == 0 {
+		req.first = s.now
+	}
+	req.got++
+	req.answer.WriteString(piece)
+	if done {
+		o := outcome.Outcome{Kind: outcome.KindCompleted, FinishReason: "length"}
+		// The expected answer is computed only for answers that complete:
+		// digesting the prompt's KV is most of a request's cost.
+		want := model.Generate(model.Seed(model.PromptKV(req.tokens)), req.maxNew)
+		if got := req.answer.String(); got != want {
+			o.Integrity = "answer differs from the model's"
+			o.Expected, o.Got = want, got
+		}
+		s.end(req, o)
+		return
+	}
+	if req.plan == outcome.CancelDecode && req.got == req.cancelAt {
+		s.cancel(req, outcome.ReasonCancel)
+	}
+}
+
+func (s *run) onError(req *request, status int, message string) {
+	if !req.ended {
+		s.end(req, outcome.Outcome{Kind: outcome.KindError, Status: status, Message: message})
+	}
+}
+
+// cancel is the client going away: its outcome, then the router closes
+// both upstream requests.
+func (s *run) cancel(req *request, why outcome.Reason) {
+	if req.ended {
+		return
+	}
+	s.end(req, outcome.Outcome{Kind: outcome.KindCancelled, Phase: phaseOf(req), Reason: why})
+	s.closeUpstream(req)
+}
+
+func (s *run) closeUpstream(req *request) {
+	if req.pLive || req.dLive {
+		s.rprobes.Hit(contract.ProbeRouterClientLeftEarly)
+	}
+	s.transmit(contract.LinkRouterPrefill+"#"+req.rid, &msg{kind: "http", room: req.room, desc: "close " + req.rid, deliver: func() {
+		if !req.pLive {
+			s.tracef("prefill/http", "close rid=%s: prefill already answered", req.rid)
+			return
+		}
+		req.pLive = false
+		delete(s.pwait, req.rid)
+		s.pprobes.Hit(contract.ProbePrefillClientGone)
+		s.tracef("prefill/http", "client gone rid=%s: abort", req.rid)
+		if !s.p.Abort(s.wall(), req.rid) {
+			s.p.ClientGone(s.wall(), req.room, req.rid)
+		}
+		s.kick(&s.pSched)
+	}})
+	s.transmit(contract.LinkRouterDecode+"#"+req.rid, &msg{kind: "http", room: req.room, desc: "close " + req.rid, deliver: func() {
+		if !req.dLive {
+			return
+		}
+		req.dLive = false
+		delete(s.streams, req.rid)
+		s.dprobes.Hit(contract.ProbeDecodeClientGone)
+		s.tracef("decode/http", "client gone rid=%s: abort", req.rid)
+		s.d.Abort(s.wall(), req.rid)
+		s.kick(&s.dSched)
+	}})
+}
+
+// end records the request's one outcome.
+func (s *run) end(req *request, o outcome.Outcome) {
+	req.ended = true
+	o.Source, o.Agent, o.Incarnation, o.Session, o.Turn, o.Sub = outcome.SourceAgent, req.agent, req.inc, req.session, req.turn, req.sub
+	o.Start, o.End, o.Tokens, o.MaxTokens, o.Planned = req.start, s.now, req.got, req.maxNew, req.plan
+	o.Room, o.HasRoom = req.room, true
+	if req.got > 0 {
+		o.TTFT = req.first - req.start
+	}
+	s.tracef("client", "%s rid=%s room=%d tokens=%d %s%s", o.Kind, req.rid, req.room, req.got, o.Reason, o.Message)
+	if req.probe {
+		s.probeDone(req, o)
+	} else {
+		s.outcomes = append(s.outcomes, o)
+	}
+	if req.onEnd != nil {
+		req.onEnd()
+	}
+}
+
+func (s *run) scheduleKill(a *agentState) {
+	s.after(s.exp(s.clients.KillEvery), fmt.Sprintf("agent/%d", a.id), func() {
+		if s.now >= s.loadEnd {
+			return
+		}
+		s.kill(a, outcome.ReasonKill)
+		s.scheduleKill(a)
+	})
+}
+
+// kill drops every request of a and restarts it with a fresh session.
+func (s *run) kill(a *agentState, why outcome.Reason) {
+	a.inc++
+	s.tracef(fmt.Sprintf("agent/%d", a.id), "KILL (%s)", why)
+	for _, req := range s.sorted(a.inflight) {
+		s.cancel(req, why)
+	}
+	inc := a.inc
+	s.after(s.between(0, s.clients.RestartDelay), fmt.Sprintf("agent/%d", a.id), func() {
+		if a.inc == inc {
+			s.newSession(a)
+			s.turn(a)
+		}
+	})
+}
+
+func (s *run) killAll() {
+	if s.now >= s.loadEnd {
+		return
+	}
+	for _, a := range s.agents {
+		s.kill(a, outcome.ReasonKillAll)
+	}
+}
+
+func (s *run) killAllRepeat() {
+	s.killAll()
+	if s.now < s.loadEnd {
+		s.after(s.exp(s.clients.KillAllEvery), "clients", s.killAllRepeat)
+	}
+}
+
+// sorted lists a set of requests in id order: map order is random and
+// would break replay.
+func (s *run) sorted(m map[*request]bool) []*request {
+	out := make([]*request, 0, len(m))
+	for r := range m {
+		out = append(out, r)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].id < out[j-1].id; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}

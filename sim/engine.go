@@ -1,0 +1,390 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/engine/core"
+)
+
+// Addresses of the simulated deployment: fixed, so traces and room
+// records are the same on every replay.
+const (
+	bootstrapAddr = "10.0.0.1:8998"
+	decodeIP      = "10.0.0.2"
+	notifyBase    = 9100
+	kvBase        = 9200
+)
+
+// actor is one engine thread: its step runs when kicked or due.
+type actor struct {
+	name   string
+	queued bool
+	step   func()
+}
+
+type worker struct {
+	actor
+	rank, w int
+	state   int
+	chunk   *core.Chunk
+}
+
+// Worker states, as the live worker loop moves through them.
+const (
+	wIdle    = iota
+	wHeld    // dequeued, before the pause gate and WorkerSend
+	wPosted  // WorkerSend said write; before the write gate
+	wWriting // the chunk is on the wire; waiting for decode's reply
+)
+
+type inbox struct {
+	actor
+	frames [][][]byte
+}
+
+// kick makes a actor runnable; the scheduler picks when among the others.
+func (s *run) kick(a *actor) {
+	if a.queued {
+		return
+	}
+	a.queued = true
+	s.after(s.between(0, 50*time.Microsecond), a.name, func() {
+		a.queued = false
+		a.step()
+	})
+}
+
+// stopped reports whether a fault window holds the actor, counting it as
+// the window's evidence.
+func (s *run) stopped(kind, role string, rank, worker int) bool {
+	for _, wn := range s.windows {
+		if wn.stops(kind, role, rank, worker) {
+			wn.affected++
+			return true
+		}
+	}
+	return false
+}
+
+func (s *run) frozen(role string) bool { return s.stopped("", role, -1, -1) }
+
+func (s *run) kickAll() {
+	s.kick(&s.pSched)
+	s.kick(&s.dSched)
+	for _, b := range s.boot {
+		s.kick(&b.actor)
+	}
+	for _, n := range s.notify {
+		s.kick(&n.actor)
+	}
+	for _, ws := range s.workers {
+		for _, w := range ws {
+			s.kick(&w.actor)
+		}
+	}
+}
+
+// --- prefill ---
+
+func (s *run) prefillStep() {
+	if s.frozen("prefill") || s.stopped("stall-scheduler", "prefill", 0, -1) {
+		return
+	}
+	if s.forwarding {
+		s.pendingStep = true
+		return
+	}
+	now := s.wall()
+	s.prefillFinish(s.p.PopBootstrapped(now))
+	tokens := s.p.WaitingTokens()
+	phase2 := func() {
+		now := s.wall()
+		fin, fwd := s.p.Forward(now)
+		fin = append(fin, s.p.ProcessInflight(now)...)
+		s.prefillFinish(fin)
+		s.forwarding = false
+		if fwd > 0 {
+			s.tracef("prefill/sched", "forward %d tokens", fwd)
+			for _, ws := range s.workers {
+				for _, w := range ws {
+					s.kick(&w.actor)
+				}
+			}
+		}
+		if s.pendingStep {
+			s.pendingStep = false
+			s.kick(&s.pSched)
+		}
+	}
+	if tokens > 0 && s.cfg.PrefillTokensPerSec > 0 {
+		s.forwarding = true
+		s.after(time.Duration(float64(tokens)/s.cfg.PrefillTokensPerSec*float64(time.Second)), "prefill/sched", phase2)
+		return
+	}
+	phase2()
+}
+
+func (s *run) prefillFinish(fin []core.Finish) {
+	for _, f := range fin {
+		s.tracef("prefill/sched", "finish rid=%s room=%d err=%v", f.Rid, f.Room, f.Err)
+		if req, ok := s.pwait[f.Rid]; ok {
+			delete(s.pwait, f.Rid)
+			req.pLive = false
+			if f.Err != nil {
+				s.rprobes.Hit(contract.ProbeRouterPrefillFailed)
+			}
+		}
+	}
+	s.prefillOut()
+}
+
+// prefillOut sends prefill's queued notices to decode's notify sockets.
+func (s *run) prefillOut() {
+	for _, o := range s.p.TakeOutbound() {
+		var rank int
+		if _, err := fmt.Sscanf(o.To, decodeIP+":%d", &rank); err != nil || rank-notifyBase >= len(s.notify) || rank < notifyBase {
+			s.tracef("prefill", "notice to unknown %s dropped", o.To)
+			continue
+		}
+		n := s.notify[rank-notifyBase]
+		frames := o.Frames
+		kind, room := s.noticeKind(frames)
+		s.transmit(contract.ControlLink(o.Rank)+"#notify", &msg{kind: kind, room: room, desc: framesString(frames), deliver: func() {
+			n.frames = append(n.frames, frames)
+			s.kick(&n.actor)
+		}})
+	}
+}
+
+func (s *run) bootStep(rank int) {
+	b := s.boot[rank]
+	if len(b.frames) == 0 || s.p.Dead(rank) || s.frozen("prefill") || s.stopped("stall-bootstrap-loop", "prefill", rank, -1) {
+		return
+	}
+	f := b.frames[0]
+	b.frames = b.frames[1:]
+	err := s.p.OnControl(s.wall(), rank, f)
+	if errors.Is(err, core.ErrLoopDead) {
+		s.tracef(b.name, "LOOP DIED: %v", err)
+	}
+	s.prefillOut()
+	s.kick(&s.pSched)
+	if len(b.frames) > 0 {
+		s.kick(&b.actor)
+	}
+}
+
+func (s *run) workerStep(wk *worker) {
+	if s.frozen("prefill") {
+		return
+	}
+	now := s.wall()
+	switch wk.state {
+	case wIdle:
+		c := s.p.WorkerBegin(now, wk.rank, wk.w)
+		if c == nil {
+			return
+		}
+		wk.chunk, wk.state = c, wHeld
+		s.tracef(wk.name, "begin room=%d chunk=%d last=%v", c.Room, c.ID, c.Last)
+		fallthrough
+	case wHeld:
+		if s.stopped("pause-transfer-workers", "prefill", wk.rank, wk.w) {
+			return
+		}
+		if !s.p.WorkerSend(now, wk.rank, wk.w) {
+			s.tracef(wk.name, "skip room=%d chunk=%d (room failed)", wk.chunk.Room, wk.chunk.ID)
+			wk.state, wk.chunk = wIdle, nil
+			s.prefillOut()
+			s.kick(&wk.actor)
+			return
+		}
+		wk.state = wPosted
+		fallthrough
+	case wPosted:
+		if s.stopped("pause-transfer-writes", "prefill", wk.rank, wk.w) {
+			return
+		}
+		wk.state = wWriting
+		s.sendChunk(wk)
+	}
+}
+
+// sendChunk writes the held chunk (and, after the last, the aux notice) to
+// decode's KV listener and ends the worker's step on decode's reply.
+func (s *run) sendChunk(wk *worker) {
+	c := wk.chunk
+	name := fmt.Sprintf("%s#w%d", contract.KVLink(c.Rank), wk.w)
+	end := func(err error) {
+		s.tracef(wk.name, "end room=%d chunk=%d err=%v", c.Room, c.ID, err)
+		s.p.WorkerEnd(s.wall(), wk.rank, wk.w, err)
+		wk.state, wk.chunk = wIdle, nil
+		s.prefillOut()
+		s.kick(&s.pSched)
+		s.kick(&wk.actor)
+	}
+	for _, wn := range s.windows {
+		if wn.active && wn.f.Link == contract.KVLink(c.Rank) && (wn.f.Kind == "reset-peer" || wn.f.Kind == "link-down" || wn.f.Kind == "timeout") {
+			wn.affected++
+			s.pprobes.Hit(contract.ProbePrefillKVWriteFailed)
+			s.after(s.baseLatency(), wk.name, func() { end(errors.New("write kv chunk: connection reset")) })
+			return
+		}
+	}
+	s.transmit(name, &msg{kind: "chunk", room: c.Room, desc: fmt.Sprintf("room=%d chunk=%d", c.Room, c.ID), deliver: func() {
+		if s.frozen("decode") {
+			s.after(time.Millisecond, name, func() { s.redeliver(wk, name, end) })
+			return
+		}
+		s.landChunk(wk, name, end)
+	}})
+}
+
+func (s *run) redeliver(wk *worker, name string, end func(error)) {
+	if s.frozen("decode") {
+		s.after(time.Millisecond, name, func() { s.redeliver(wk, name, end) })
+		return
+	}
+	s.landChunk(wk, name, end)
+}
+
+func (s *run) landChunk(wk *worker, name string, end func(error)) {
+	c := wk.chunk
+	now := s.wall()
+	// The name is checked before anything is written, as the live KV
+	// listener does (AdmitKV): a write addressed to a name decode retired
+	// or never gave out is refused, and counted there. The aux notice
+	// after the last chunk is a KV message of its own, checked again.
+	active := s.d.AdmitKV(now, c.Rank, c.Room, c.ID, c.Agent) &&
+		s.d.OnChunk(now, c.Rank, c.Room, c.ID, c.Last, c.Pages, c.First, c.Payload) &&
+		(!c.Last || (s.d.AdmitKV(now, c.Rank, c.Room, c.ID, c.Agent) && s.d.OnAux(now, c.Rank, c.Room)))
+	var err error
+	if !active {
+		s.pprobes.Hit(contract.ProbePrefillChunkRefused)
+		err = errors.New("decode reports the room inactive")
+	}
+	s.kick(&s.dSched)
+	s.put(s.link(name+"<"), &msg{kind: "kv-reply", room: c.Room, deliver: func() { end(err) }}, 0, true)
+}
+
+// --- decode ---
+
+func (s *run) decodeStep() {
+	if s.d.Hung() || s.frozen("decode") || s.stopped("stall-scheduler", "decode", 0, -1) {
+		return
+	}
+	res, err := s.d.Step(s.wall())
+	s.decodeOut()
+	for _, t := range res.Tokens {
+		if req, ok := s.streams[t.Rid]; ok {
+			if t.Done {
+				delete(s.streams, t.Rid)
+				req.dLive = false
+			}
+			s.toClient(req, fmt.Sprintf("token %d", t.Index), func() { s.onToken(req, t.Piece, t.Done) })
+		}
+	}
+	for _, f := range res.Finished {
+		s.tracef("decode/sched", "finish rid=%s room=%d err=%v", f.Rid, f.Room, f.Err)
+		if req, ok := s.streams[f.Rid]; ok {
+			delete(s.streams, f.Rid)
+			req.dLive = false
+			msg := fmt.Sprintf("decode room %d: %v", f.Room, f.Err)
+			s.toClient(req, "error 500", func() { s.onError(req, 500, msg) })
+		}
+	}
+	if errors.Is(err, core.ErrCollectiveHang) {
+		s.tracef("decode/sched", "HUNG: %v", err)
+		return
+	}
+	if len(res.Tokens) > 0 && s.cfg.DecodeTokensPerSec > 0 && !s.dSched.queued {
+		s.dSched.queued = true
+		s.after(time.Duration(float64(time.Second)/s.cfg.DecodeTokensPerSec), s.dSched.name, func() {
+			s.dSched.queued = false
+			s.decodeStep()
+		})
+	} else if len(res.Tokens) > 0 {
+		s.kick(&s.dSched)
+	}
+}
+
+// decodeOut sends decode's control messages (metadata, ABORTs and their
+// resends, re-registrations under a new epoch's name) to the prefill rank
+// each names by bootstrap address and rank, as the live sendOut does: one
+// for a prefill decode has no route to (forgotten when it was declared
+// lost) is dropped and counted.
+func (s *run) decodeOut() {
+	for _, o := range s.d.TakeOutbound() {
+		if !s.routed || o.Bootstrap != bootstrapAddr || o.Rank < 0 || o.Rank >= len(s.boot) {
+			s.dprobes.Hit(contract.ProbeDecodeControlNoRoute)
+			continue
+		}
+		s.sendControl(o.Rank, o.Frames)
+	}
+}
+
+// sendControl sends frames to prefill rank's control socket, saying hello
+// first on a new connection as the push pool does: the registration is
+// built when it is sent, so it names decode's current epoch towards the
+// prefill (a connection reset after a retirement registers the new name).
+func (s *run) sendControl(rank int, frames [][]byte) {
+	if s.helloNeeded[rank] {
+		s.helloNeeded[rank] = false
+		s.sendControl(rank, s.d.Registration(rank, bootstrapAddr))
+	}
+	b := s.boot[rank]
+	kind, room := s.controlKind(frames)
+	s.transmit(contract.ControlLink(rank), &msg{kind: kind, room: room, desc: framesString(frames), deliver: func() {
+		b.frames = append(b.frames, frames)
+		s.kick(&b.actor)
+	}})
+}
+
+func (s *run) notifyStep(rank int) {
+	n := s.notify[rank]
+	if len(n.frames) == 0 || s.frozen("decode") {
+		return
+	}
+	f := n.frames[0]
+	n.frames = n.frames[1:]
+	_ = s.d.OnNotice(s.wall(), rank, f)
+	s.kick(&s.dSched)
+	if len(n.frames) > 0 {
+		s.kick(&n.actor)
+	}
+}
+
+// heartbeat is decode's check of prefill's /health, judged by
+// core.Heartbeat as the live heartbeat loop does: a frozen prefill misses;
+// core.HeartbeatFailures misses in a row fail its rooms, retire decode's
+// name towards it and forget its route, so the next request resolves it
+// afresh and every rank registers the new name on a new connection.
+func (s *run) heartbeat() {
+	if s.routed && !s.frozen("decode") {
+		ok := !s.frozen("prefill")
+		if !ok {
+			s.dprobes.Hit(contract.ProbeDecodeHeartbeatMiss)
+		}
+		if s.beats.Observe(bootstrapAddr, ok) {
+			s.dprobes.Hit(contract.ProbeDecodePrefillLost)
+			n := s.d.OnPrefillLost(s.wall(), bootstrapAddr)
+			s.tracef("decode/heartbeat", "prefill lost: %d rooms failed, epoch now %d", n, s.d.Epoch(bootstrapAddr))
+			s.routed = false
+			s.kick(&s.dSched)
+		}
+	}
+	s.after(s.cfg.HeartbeatInterval, "decode/heartbeat", s.heartbeat)
+}
+
+// tick is the idle loops' check interval: deadlines and queues are looked
+// at even when nothing wakes the loops.
+func (s *run) tick() {
+	s.kick(&s.pSched)
+	if !s.dSched.queued {
+		s.kick(&s.dSched)
+	}
+	s.after(s.cfg.CheckInterval, "tick", s.tick)
+}

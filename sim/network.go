@@ -1,0 +1,226 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pdchaos/pdchaos/engine/core"
+)
+
+// link is one simulated connection. Messages on it arrive in order (TCP)
+// unless a fault lets one be overtaken.
+type link struct {
+	name string
+	last time.Duration // arrival of the latest in-order message
+}
+
+// msg is one message in flight.
+type msg struct {
+	kind    string // registration, metadata, abort, ack, status, chunk, http, ...
+	room    uint64
+	desc    string
+	deliver func()
+}
+
+// held is a message a hold fault keeps back.
+type held struct {
+	m    *msg
+	l    *link
+	left int // later messages still to pass before release; -1: by time only
+}
+
+// baseLatency is a loopback hop's latency: small, and drawn, so that
+// messages on different links interleave differently per seed.
+func (s *run) baseLatency() time.Duration {
+	return s.between(20*time.Microsecond, 300*time.Microsecond)
+}
+
+func (s *run) link(name string) *link {
+	l, ok := s.links[name]
+	if !ok {
+		l = &link{name: name}
+		s.links[name] = l
+	}
+	return l
+}
+
+// transmit sends m on connection conn through the active faults on its
+// link. conn is the link's name, or the name, '#' and a connection key
+// where the link carries many connections (a worker's KV stream, one
+// HTTP request): order holds per connection, faults match by link name.
+func (s *run) transmit(conn string, m *msg) {
+	l := s.link(conn)
+	name, _, _ := strings.Cut(conn, "#")
+	lost, dup, fifo := false, false, true
+	var extra time.Duration
+	for _, wn := range s.windows {
+		if !wn.active || wn.f.Link != name {
+			continue
+		}
+		switch wn.f.Kind {
+		case "reset-peer", "link-down", "timeout":
+			lost = true
+			wn.affected++
+		case "latency":
+			extra += wn.f.Delay
+			wn.affected++
+		case "delay-messages":
+			if wn.matchesKind(m.kind) {
+				extra += s.between(wn.f.Min, wn.f.Max)
+				fifo = wn.f.KeepOrder
+				wn.affected++
+			}
+		case "drop-messages":
+			if wn.matchesKind(m.kind) && (wn.f.Limit == 0 || wn.used < wn.f.Limit) {
+				wn.used++
+				wn.affected++
+				lost = true
+			}
+		case "duplicate-messages":
+			if wn.matchesKind(m.kind) && (wn.f.Limit == 0 || wn.used < wn.f.Limit) {
+				wn.used++
+				wn.affected++
+				dup = true
+			}
+		case "hold-messages":
+			if wn.matchesKind(m.kind) {
+				s.hold(wn, l, m, wn.f.AfterMessages)
+				return
+			}
+			s.countdown(wn)
+		case "abort-before-metadata":
+			switch m.kind {
+			case "metadata":
+				s.hold(wn, l, m, -1)
+				return
+			case "abort":
+				defer s.releaseRoom(wn, m.room)
+			}
+		}
+	}
+	if lost {
+		s.tracef("net", "LOST %s %s on %s", m.kind, m.desc, name)
+		s.lostOn(name)
+		return
+	}
+	s.put(l, m, extra, fifo)
+	if dup {
+		s.tracef("net", "DUP %s %s on %s", m.kind, m.desc, name)
+		s.put(l, m, extra, fifo)
+	}
+}
+
+// put schedules m's arrival on l.
+func (s *run) put(l *link, m *msg, extra time.Duration, fifo bool) {
+	at := s.now + s.baseLatency() + extra
+	if fifo {
+		at = max(at, l.last+1) // strictly after: a tie would let the scheduler reorder a TCP stream
+		l.last = at
+	}
+	if extra > 0 {
+		s.tracef("net", "%s %s on %s delayed %v", m.kind, m.desc, l.name, extra)
+	}
+	label := l.name
+	if strings.HasPrefix(label, "router-") { // one connection per request: the desc names it
+		base, _, _ := strings.Cut(label, "#")
+		label = base
+		if strings.HasSuffix(l.name, "<") {
+			label += "<"
+		}
+	}
+	s.at(at, l.name, func() {
+		s.tracef(label, "recv %s %s", m.kind, m.desc)
+		m.deliver()
+	})
+}
+
+func (s *run) hold(wn *window, l *link, m *msg, left int) {
+	wn.affected++
+	h := &held{m: m, l: l, left: left}
+	wn.held = append(wn.held, h)
+	s.tracef("net", "HOLD %s %s on %s", m.kind, m.desc, l.name)
+	if wn.f.MaxHold > 0 {
+		s.after(wn.f.MaxHold, "net", func() { s.release(wn, h) })
+	}
+}
+
+// countdown lets one message pass the holds of wn; those whose count runs
+// out are released behind it.
+func (s *run) countdown(wn *window) {
+	for _, h := range append([]*held(nil), wn.held...) {
+		if h.left > 0 {
+			h.left--
+			if h.left == 0 {
+				s.release(wn, h)
+			}
+		}
+	}
+}
+
+func (s *run) releaseRoom(wn *window, room uint64) {
+	for _, h := range append([]*held(nil), wn.held...) {
+		if h.m.room == room {
+			s.release(wn, h)
+		}
+	}
+}
+
+// release delivers a held message (once) behind what already passed.
+func (s *run) release(wn *window, h *held) {
+	for i, x := range wn.held {
+		if x == h {
+			wn.held = append(wn.held[:i], wn.held[i+1:]...)
+			s.tracef("net", "RELEASE %s %s on %s", h.m.kind, h.m.desc, h.l.name)
+			s.put(h.l, h.m, 0, true)
+			return
+		}
+	}
+}
+
+// lostOn notes a broken control connection: the decode side says hello
+// again on the next one, as its push pool does after a reset.
+func (s *run) lostOn(name string) {
+	var rank int
+	if _, err := fmt.Sscanf(name, "control/%d", &rank); err == nil && rank < len(s.helloNeeded) {
+		s.helloNeeded[rank] = true
+	}
+}
+
+// controlKind classifies a decode→prefill message for fault matching.
+func (s *run) controlKind(frames [][]byte) (string, uint64) {
+	c, _ := s.wire.ParseControl(frames)
+	switch c.Kind {
+	case core.MsgRegistration:
+		return "registration", 0
+	case core.MsgMetadata:
+		return "metadata", c.Metadata.Room
+	case core.MsgAbort:
+		return "abort", c.Abort.Room
+	}
+	return "unknown", 0
+}
+
+// noticeKind classifies a prefill→decode message.
+func (s *run) noticeKind(frames [][]byte) (string, uint64) {
+	n, err := s.wire.ParseNotice(frames)
+	switch {
+	case err != nil:
+		return "unknown", 0
+	case n.Kind == core.MsgAbortAck:
+		return "ack", n.Room
+	}
+	return "status", n.Room
+}
+
+func framesString(f [][]byte) string {
+	parts := make([]string, 0, len(f))
+	for _, b := range f {
+		if len(b) > 24 {
+			parts = append(parts, fmt.Sprintf("<%d bytes>", len(b)))
+		} else {
+			parts = append(parts, fmt.Sprintf("%q", b))
+		}
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}

@@ -1,0 +1,371 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pdchaos/pdchaos/agents/outcome"
+	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/faults/schedule"
+	"github.com/pdchaos/pdchaos/harness/check"
+)
+
+// Options are per-run switches that do not change what runs.
+type Options struct {
+	// Trace records every actor step, message and fault in Result.Trace.
+	Trace bool
+	// Events keeps the event log the judge read in Result.Events.
+	Events bool
+}
+
+// Result is one simulated run's verdict and what it measured.
+type Result struct {
+	Seed uint64
+	// Checks is the judge's verdict over the run's event log.
+	Checks check.Checks
+	// Failed is the first failing checker, "" when none failed.
+	Failed string
+	// Requests counts client requests that ended (probes aside).
+	Requests int
+	// Steps is how many actor steps the scheduler ran.
+	Steps int64
+	// SimTime is the virtual time the run covered.
+	SimTime time.Duration
+	// Probes holds every code probe's hits by name (zero ones too).
+	Probes map[string]int64
+	// Trace is the interleaving, when Options.Trace.
+	Trace string
+	// Events is the judged log, when Options.Events.
+	Events []check.Event
+	// Swarm says what a swarm seed drew (Explore with Swarm).
+	Swarm string
+}
+
+// run is one simulation: the world plus the engine, router and clients.
+type run struct {
+	*world
+	seed    uint64
+	cfg     contract.EngineConfig
+	clients Clients
+	checks  Checks
+	wire    core.Dialect
+
+	p                         *core.Prefill
+	d                         *core.Decode
+	ph, dh                    *core.History
+	pprobes, dprobes, rprobes *core.ProbeCounts
+
+	windows []*window
+	links   map[string]*link
+
+	pSched, dSched          actor
+	forwarding, pendingStep bool
+	boot, notify            []*inbox
+	workers                 [][]*worker
+	helloNeeded             []bool // per rank: the next control message opens a connection
+	routed                  bool   // decode has resolved prefill's route
+	beats                   core.Heartbeat
+
+	streams map[string]*request
+	pwait   map[string]*request
+
+	system   []model.Token
+	agents   []*agentState
+	nreq     int
+	loadEnd  time.Duration
+	outcomes []outcome.Outcome
+	ended    int
+	events   []check.Event
+}
+
+// Run simulates cfg with seed and judges the run. It fails only on a bad
+// config; a violation is in Result.Checks.
+func Run(cfg Config, seed uint64, opts Options) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	s := newRun(cfg, seed, opts)
+	s.simulate(cfg)
+	res := Result{Seed: seed, Requests: s.ended, Steps: s.steps, SimTime: s.now}
+	res.Checks = check.Judge(s.events, check.Floor{MinRequests: s.checks.MinRequests, MinCancels: s.checks.MinCancels})
+	if f := res.Checks.Failed(); len(f) > 0 {
+		res.Failed = f[0]
+	}
+	res.Probes = s.probeHits()
+	if s.trace != nil {
+		res.Trace = s.trace.String()
+	}
+	if opts.Events {
+		res.Events = s.events
+	}
+	return res, nil
+}
+
+func newRun(cfg Config, seed uint64, opts Options) *run {
+	ec, reg, _ := cfg.Engine.Resolve() // validated
+	s := &run{world: newWorld(seed, cfg.Name, opts.Trace), seed: seed, cfg: ec, clients: cfg.Clients.withDefaults(), checks: cfg.Checks.withDefaults(),
+		links: map[string]*link{}, streams: map[string]*request{}, pwait: map[string]*request{},
+		ph: core.NewHistory(1 << 30), dh: core.NewHistory(1 << 30),
+		pprobes: &core.ProbeCounts{}, dprobes: &core.ProbeCounts{}, rprobes: &core.ProbeCounts{}}
+	s.wire, _ = core.NewDialect(ec.Wire)
+	s.p = core.NewPrefill(core.PrefillConfig{Ranks: ec.TP, Workers: ec.TransferWorkers, PageSize: ec.PageSize, ChunkPages: ec.ChunkPages,
+		BootstrapTimeout: ec.BootstrapTimeout, InflightTimeout: ec.InflightTimeout, Regressions: reg, Wire: ec.Wire, Probes: s.pprobes}, s.ph)
+	var agents []core.DecodeAgent
+	for r := range ec.TP {
+		kv := fmt.Sprintf("%s:%d", decodeIP, kvBase+r)
+		agents = append(agents, core.DecodeAgent{IP: decodeIP, NotifyPort: notifyBase + r, Name: s.wire.AgentName(fmt.Sprintf("decode-agent-%d", r), kv), KVAddr: kv})
+	}
+	s.helloNeeded = make([]bool, ec.TP)
+	s.d = core.NewDecode(core.DecodeConfig{Ranks: ec.TP, PageSize: ec.PageSize, Pages: ec.Pages, WaitingTimeout: ec.WaitingTimeout,
+		AckTimeout: ec.AckTimeout, Agents: agents, Regressions: reg, Wire: ec.Wire, Probes: s.dprobes}, s.dh)
+	s.pSched = actor{name: "prefill/sched", step: s.prefillStep}
+	s.dSched = actor{name: "decode/sched", step: s.decodeStep}
+	for r := range ec.TP {
+		b := &inbox{actor: actor{name: fmt.Sprintf("prefill/boot/%d", r)}}
+		b.step = func() { s.bootStep(r) }
+		s.boot = append(s.boot, b)
+		n := &inbox{actor: actor{name: fmt.Sprintf("decode/notify/%d", r)}}
+		n.step = func() { s.notifyStep(r) }
+		s.notify = append(s.notify, n)
+		var ws []*worker
+		for w := range ec.TransferWorkers {
+			wk := &worker{actor: actor{name: fmt.Sprintf("prefill/w%d.%d", r, w)}, rank: r, w: w}
+			wk.step = func() { s.workerStep(wk) }
+			ws = append(ws, wk)
+		}
+		s.workers = append(s.workers, ws)
+	}
+	return s
+}
+
+// simulate plays the whole run: baseline, load with faults, drain,
+// liveness probes, final records.
+func (s *run) simulate(cfg Config) {
+	s.emit(check.Event{Type: check.EvRun, Run: &check.RunInfo{Scenario: cfg.Name, Seed: s.seed, Target: "sim", BaseWall: epoch, Engine: &s.cfg}})
+	s.scrape()
+	s.loadEnd = cfg.Duration
+	warm := s.clients.StartSpread + s.clients.WarmUp
+	s.windows = s.plan(cfg.Faults, warm, max(cfg.Duration-warm, time.Millisecond))
+	s.tracef("sim", "%s seed %d: %d agents for %v, tp %d, %d workers, regressions %v", cfg.Name, s.seed, s.clients.Agents, cfg.Duration,
+		s.cfg.TP, s.cfg.TransferWorkers, s.cfg.Regressions)
+	for _, wn := range s.windows {
+		s.tracef("sim", "fault window %d: %s %v..%v", wn.id, wn.name(), wn.start, wn.end)
+	}
+	for _, wn := range s.windows {
+		s.at(wn.start, "faults", func() { s.apply(wn) })
+		s.at(wn.end, "faults", func() { s.heal(wn) })
+	}
+	s.tick()
+	s.after(s.cfg.HeartbeatInterval, "decode/heartbeat", s.heartbeat)
+	s.startClients()
+	for t := 500 * time.Millisecond; t < cfg.Duration; t += 500 * time.Millisecond {
+		s.at(t, "recorder", func() { s.scrape(); s.snapRooms(false) })
+	}
+	s.runUntil(cfg.Duration, nil)
+	s.stopClients()
+	for _, wn := range s.windows { // every fault healed before the drain
+		if wn.active {
+			s.heal(wn)
+		}
+	}
+	drainStart := s.now
+	settled := false
+	for s.now-drainStart < s.checks.DrainDeadline {
+		if settled = s.settled(); settled {
+			break
+		}
+		s.runUntil(s.now+50*time.Millisecond, nil)
+	}
+	s.emit(check.Event{Type: check.EvDrain, Drain: &check.Drain{Settled: settled, Waited: s.now - drainStart}})
+	s.flushOutcomes()
+	s.liveness()
+	s.flushOutcomes()
+	s.scrape()
+	s.snapRooms(true)
+	s.emitFaults()
+	for _, side := range []string{contract.SidePrefill, contract.SideDecode, contract.SideRouter} {
+		s.emit(check.Event{Type: check.EvCodeProbes, Source: side, CodeProbes: &check.CodeProbes{Role: side, Hits: s.sideHits(side)}})
+	}
+	s.emit(check.Event{Type: check.EvLeaks, Leaks: &check.Leaks{Detail: "simulated run: no goroutines to leak"}})
+	s.emit(check.Event{Type: check.EvEnd, End: &check.EndInfo{}})
+}
+
+func (s *run) emit(ev check.Event) {
+	ev.T = s.now
+	s.events = append(s.events, ev)
+}
+
+// stopClients is the swarm's stop: requests still open are cancelled with
+// the stop reason, which the checkers do not count as client cancels.
+func (s *run) stopClients() {
+	for _, a := range s.agents {
+		for _, req := range s.sorted(a.inflight) {
+			s.cancel(req, outcome.ReasonStop)
+		}
+	}
+}
+
+// settled is the drain's condition: nothing queued, held or in flight.
+func (s *run) settled() bool {
+	b, w, i := s.p.QueueLens()
+	if b+w+i > 0 {
+		return false
+	}
+	for r := range s.d.Ranks() {
+		l := s.d.Lens(r)
+		if l.Prealloc+l.Transfer+l.Running+l.AwaitingAck > 0 {
+			return false
+		}
+	}
+	ph, _ := s.ph.Snapshot()
+	dh, _ := s.dh.Snapshot()
+	return len(ph) == 0 && len(dh) == 0
+}
+
+// liveness sends the probes one after another, each with its deadline.
+func (s *run) liveness() {
+	for i := range s.checks.Probes {
+		req := &request{id: -1 - i, agent: -1, probe: true, tokens: s.words(16), maxNew: 8}
+		s.send(req)
+		deadline := s.now + s.checks.ProbeDeadline + time.Millisecond
+		s.runUntil(deadline, func() bool { return req.ended })
+	}
+}
+
+func (s *run) probeDone(req *request, o outcome.Outcome) {
+	p := check.Probe{OK: o.Kind == outcome.KindCompleted && o.Integrity == "", Latency: s.now - req.start}
+	if !p.OK {
+		p.Error = fmt.Sprintf("probe room %d: %s %s%s", req.room, o.Kind, o.Message, o.Integrity)
+	}
+	s.emit(check.Event{Type: check.EvProbe, Probe: &p})
+	if !p.OK {
+		s.closeUpstream(req)
+	}
+}
+
+// flushOutcomes writes the outcomes gathered so far to the log.
+func (s *run) flushOutcomes() {
+	s.ended += len(s.outcomes)
+	for i := range s.outcomes {
+		o := s.outcomes[i]
+		s.events = append(s.events, check.Event{T: o.End, Type: check.EvOutcome, Outcome: &o})
+	}
+	s.outcomes = s.outcomes[:0]
+}
+
+func (s *run) apply(wn *window) {
+	wn.active = true
+	s.tracef("faults", "APPLY %s window %d", wn.name(), wn.id)
+	s.kickAll()
+}
+
+func (s *run) heal(wn *window) {
+	if !wn.active {
+		return
+	}
+	wn.active = false
+	wn.healed = s.now
+	s.tracef("faults", "HEAL %s window %d (%d affected)", wn.name(), wn.id, wn.affected)
+	for len(wn.held) > 0 {
+		s.release(wn, wn.held[0])
+	}
+	s.kickAll()
+}
+
+func (s *run) emitFaults() {
+	for _, wn := range s.windows {
+		end := wn.healed
+		rec := schedule.Record{Window: wn.id, Fault: wn.name(), Layer: layerOf(wn.f.Kind), PlannedStart: wn.start, PlannedEnd: wn.end,
+			Applied: true, Start: wn.start, End: end}
+		rec.Evidence.Fault, rec.Evidence.Effective = wn.name(), wn.affected > 0
+		rec.Evidence.Counters = map[string]int64{"affected": wn.affected}
+		s.events = append(s.events, check.Event{T: end, Type: check.EvFault, Fault: &rec})
+	}
+}
+
+// scrape records both roles' gauges per rank, as the recorder reads them
+// from /metrics.
+func (s *run) scrape() {
+	b, wq, inflight := s.p.QueueLens()
+	ps := check.Scrape{EngineType: "prefill", Gauges: map[string]float64{}, Counters: map[string]float64{}, Ranks: map[string]map[string]float64{}}
+	for r := range s.p.Ranks() {
+		alive := 1.0
+		if s.p.Dead(r) {
+			alive = 0
+		}
+		put(&ps, r, map[string]float64{contract.MetricPrefillBootstrapQueue: float64(b), contract.MetricPrefillInflightQueue: float64(inflight),
+			contract.MetricQueue: float64(wq), contract.MetricRunning: 0, contract.MetricBootstrapLoopAlive: alive})
+	}
+	ps.Counters[contract.MetricBootstrapFailed] = float64(s.p.BootstrapFailed)
+	ps.Counters[contract.MetricTransferFailed] = float64(s.p.TransferFailed)
+	ds := check.Scrape{EngineType: "decode", Gauges: map[string]float64{}, Counters: map[string]float64{}, Ranks: map[string]map[string]float64{}}
+	hung := 0.0
+	if s.d.Hung() {
+		hung = 1
+	}
+	for r := range s.d.Ranks() {
+		l := s.d.Lens(r)
+		put(&ds, r, map[string]float64{contract.MetricDecodePreallocQueue: float64(l.Prealloc), contract.MetricDecodeTransferQueue: float64(l.Transfer),
+			contract.MetricRunning: float64(l.Running), contract.MetricQueue: 0, contract.MetricTokenUsage: float64(l.PagesUsed) / float64(l.PagesTotal),
+			contract.MetricAwaitingAck: float64(l.AwaitingAck), contract.MetricSchedulerHung: hung,
+			contract.MetricPagesUsed: float64(l.Pages.Used), contract.MetricPagesFree: float64(l.Pages.Free),
+			contract.MetricPagesTotal: float64(l.Pages.Total), contract.MetricPagesOwnedTwice: float64(l.Pages.OwnedTwice)})
+	}
+	ds.Counters[contract.MetricTransferFailed] = float64(s.d.TransferFailed)
+	ds.Counters[contract.MetricForeignWrites] = float64(s.d.ForeignWrites)
+	ds.Counters[contract.MetricStrayChunks] = float64(s.d.StrayChunks)
+	s.emit(check.Event{Type: check.EvScrape, Source: "sim/prefill", Scrape: &ps})
+	s.emit(check.Event{Type: check.EvScrape, Source: "sim/decode", Scrape: &ds})
+}
+
+func put(sc *check.Scrape, rank int, g map[string]float64) {
+	key := check.RankKey(map[string]string{contract.LabelTPRank: fmt.Sprint(rank)})
+	for n, v := range g {
+		sc.Gauges[n] += v
+		if sc.Ranks[n] == nil {
+			sc.Ranks[n] = map[string]float64{}
+		}
+		sc.Ranks[n][key] = v
+	}
+}
+
+// snapRooms records each role's rooms as /debug/rooms shows them; the
+// final snapshot carries every ended room with its history.
+func (s *run) snapRooms(final bool) {
+	for _, side := range []struct {
+		role string
+		h    *core.History
+	}{{"prefill", s.ph}, {"decode", s.dh}} {
+		held, cleared := side.h.Snapshot()
+		snap := check.RoomsSnap{Role: side.role, Held: held, Cleared: len(cleared), Final: final}
+		if final {
+			snap.Ended = cleared
+		} else {
+			for i := range snap.Held {
+				snap.Held[i].Events = nil
+			}
+		}
+		s.emit(check.Event{Type: check.EvRooms, Source: "sim/" + side.role, Rooms: &snap})
+	}
+}
+
+func (s *run) sideHits(side string) map[string]int64 {
+	c := map[string]*core.ProbeCounts{contract.SidePrefill: s.pprobes, contract.SideDecode: s.dprobes, contract.SideRouter: s.rprobes}[side]
+	out := map[string]int64{}
+	for _, h := range c.Side(side) {
+		out[h.Name] = h.Hits
+	}
+	return out
+}
+
+func (s *run) probeHits() map[string]int64 {
+	out := map[string]int64{}
+	for _, side := range []string{contract.SidePrefill, contract.SideDecode, contract.SideRouter} {
+		for n, h := range s.sideHits(side) {
+			out[n] = h
+		}
+	}
+	return out
+}

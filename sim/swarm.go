@@ -1,0 +1,113 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// swarmStream keeps swarm draws apart from the run's own stream, so a
+// swarm seed's run is the plain run of the config Swarm returns.
+const swarmStream = 0x737761726d // "swarm"
+
+// Swarm returns cfg with a fault mix and client policy drawn from seed, as
+// FoundationDB's and TigerBeetle's swarm testing do: each fault kind of a
+// palette is switched on with probability 1/3, with drawn parameters and
+// timing, and the cancel rates and kills are scaled or switched, so seeds
+// explore combinations no preset names. The scenario's own faults stay.
+// The second result says what was drawn, one line.
+func Swarm(cfg Config, seed uint64) (Config, string) {
+	r := rand.New(rand.NewPCG(seed, swarmStream))
+	d := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo)+1)) }
+	kinds := func(pool ...string) []string {
+		var out []string
+		for _, k := range pool {
+			if r.IntN(2) == 0 {
+				out = append(out, k)
+			}
+		}
+		if len(out) == 0 {
+			out = []string{pool[r.IntN(len(pool))]}
+		}
+		return out
+	}
+	run := cfg.Duration
+	timing := func(f Fault, lo, hi time.Duration) Fault {
+		f.AtMin = d(0, run/2)
+		f.ForMin, f.ForMax = lo, hi
+		if r.IntN(2) == 0 {
+			f.Every = hi + d(time.Second, 3*time.Second)
+		}
+		return f
+	}
+	ctl := "control/0"
+	palette := []func() Fault{
+		func() Fault {
+			lo := d(0, 50*time.Millisecond)
+			return timing(Fault{Kind: "delay-messages", Link: ctl, Kinds: kinds("registration", "metadata", "abort", "ack", "status"),
+				Min: lo, Max: lo + d(10*time.Millisecond, 800*time.Millisecond), KeepOrder: r.IntN(3) == 0}, 300*time.Millisecond, 3*time.Second)
+		},
+		func() Fault {
+			return timing(Fault{Kind: "hold-messages", Link: ctl, Kinds: kinds("metadata", "abort", "ack", "status"), AfterMessages: 1 + r.IntN(3),
+				MaxHold: d(100*time.Millisecond, time.Second)}, 300*time.Millisecond, 3*time.Second)
+		},
+		func() Fault {
+			return timing(Fault{Kind: "drop-messages", Link: ctl, Kinds: kinds("registration", "metadata", "abort", "ack", "status"), Limit: 1 + r.IntN(5)},
+				200*time.Millisecond, 2*time.Second)
+		},
+		func() Fault {
+			return timing(Fault{Kind: "duplicate-messages", Link: ctl, Kinds: kinds("registration", "metadata", "abort", "ack", "status"), Limit: r.IntN(6)},
+				200*time.Millisecond, 2*time.Second)
+		},
+		func() Fault {
+			return timing(Fault{Kind: "abort-before-metadata", Link: ctl, MaxHold: d(200*time.Millisecond, time.Second)}, time.Second, 4*time.Second)
+		},
+		func() Fault {
+			return timing(Fault{Kind: "reset-peer", Link: ctl}, 100*time.Millisecond, 800*time.Millisecond)
+		},
+		func() Fault {
+			return timing(Fault{Kind: [2]string{"reset-peer", "link-down"}[r.IntN(2)], Link: "kv/0"}, 50*time.Millisecond, 500*time.Millisecond)
+		},
+		func() Fault {
+			return timing(Fault{Kind: "latency", Link: "kv/0", Delay: d(time.Millisecond, 50*time.Millisecond)}, 300*time.Millisecond, 3*time.Second)
+		},
+		func() Fault {
+			return timing(Fault{Kind: "pause-transfer-workers", Rank: -1, Worker: r.IntN(2) - 1}, 200*time.Millisecond, 2*time.Second)
+		},
+		func() Fault {
+			return timing(Fault{Kind: "pause-transfer-writes", Rank: -1, Worker: r.IntN(2) - 1}, 200*time.Millisecond, 1500*time.Millisecond)
+		},
+		func() Fault {
+			return timing(Fault{Kind: "stall-bootstrap-loop", Rank: -1, Worker: -1}, 200*time.Millisecond, 1500*time.Millisecond)
+		},
+		func() Fault {
+			role := [2]string{"prefill", "decode"}[r.IntN(2)]
+			return timing(Fault{Kind: "stall-scheduler", Role: role, Rank: -1, Worker: -1}, 100*time.Millisecond, time.Second)
+		},
+		func() Fault {
+			return timing(Fault{Kind: "sigstop", Role: [2]string{"prefill", "decode"}[r.IntN(2)], Rank: -1, Worker: -1}, 500*time.Millisecond, 3*time.Second)
+		},
+	}
+	out := cfg
+	out.Faults = append([]Fault(nil), cfg.Faults...)
+	var drawn []string
+	for _, mk := range palette {
+		if r.IntN(3) == 0 {
+			f := mk()
+			out.Faults = append(out.Faults, f)
+			drawn = append(drawn, f.Kind)
+		}
+	}
+	c := &out.Clients
+	scale := func(p float64) float64 { return min(p*2*r.Float64(), 0.45) }
+	c.CancelQueuedRate, c.CancelDecodeRate, c.DeadlineRate = scale(c.CancelQueuedRate), scale(c.CancelDecodeRate), scale(c.DeadlineRate)
+	if c.DeadlineRate > 0 && c.Deadline == 0 {
+		c.Deadline = 2 * time.Second
+	}
+	if r.IntN(4) == 0 {
+		c.KillEvery, c.RestartDelay = d(time.Second, 5*time.Second), d(0, 500*time.Millisecond)
+	}
+	return out, fmt.Sprintf("swarm seed %d: faults [%s], cancel rates queued %.2f decode %.2f deadline %.2f, kill every %v",
+		seed, strings.Join(drawn, " "), c.CancelQueuedRate, c.CancelDecodeRate, c.DeadlineRate, c.KillEvery)
+}
