@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -85,38 +84,5 @@ const (
 // contract.Profiles(), so a profile changed without the page following
 // fails here; -update rewrites it.
 func TestSGLangProfileTable(t *testing.T) {
-	const path = "../../docs/sglang.md"
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	i, j := strings.Index(s, profBegin), strings.Index(s, profEnd)
-	if i < 0 || j < i {
-		t.Fatalf("docs/sglang.md: no profile table between the markers %q and %q", strings.TrimSpace(profBegin), strings.TrimSpace(profEnd))
-	}
-	got, want := s[i+len(profBegin):j], profilesMarkdown()+"\n"
-	if got == want {
-		return
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(s[:i+len(profBegin)]+want+s[j:]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for k := range max(len(gl), len(wl)) {
-		var g, w string
-		if k < len(gl) {
-			g = gl[k]
-		}
-		if k < len(wl) {
-			w = wl[k]
-		}
-		if g != w {
-			t.Errorf("docs/sglang.md profile table line %d:\n got: %s\nwant: %s", k+1, g, w)
-		}
-	}
-	t.Log("run: go test ./cmd/pdchaos -run TestSGLangProfileTable -update")
+	checkGenerated(t, "docs/sglang.md", profBegin, profEnd, profilesMarkdown()+"\n", "profile table", "TestSGLangProfileTable")
 }

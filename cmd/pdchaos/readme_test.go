@@ -18,22 +18,31 @@ const (
 // the catalogue, so a regression added, renamed or re-targeted without the
 // README following fails here.
 func TestREADMERegressionTable(t *testing.T) {
-	const path = "../../README.md"
-	b, err := os.ReadFile(path)
+	checkGenerated(t, "README.md", regBegin, regEnd, regressionsMarkdown(), "regression table", "TestREADMERegressionTable")
+}
+
+// checkGenerated compares the section of the repository file path between
+// the begin and end markers with want, naming each differing line; with
+// -update it rewrites the section instead. Every generated table in the
+// docs is checked this way, so none drifts from the table it comes from.
+func checkGenerated(t *testing.T, path, begin, end, want, what, test string) {
+	t.Helper()
+	full := "../../" + path
+	b, err := os.ReadFile(full)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
-	i, j := strings.Index(s, regBegin), strings.Index(s, regEnd)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
 	if i < 0 || j < i {
-		t.Fatalf("README.md: no regression table between the markers %q and %q", strings.TrimSpace(regBegin), strings.TrimSpace(regEnd))
+		t.Fatalf("%s: no %s between the markers %q and %q", path, what, strings.TrimSpace(begin), strings.TrimSpace(end))
 	}
-	got, want := s[i+len(regBegin):j], regressionsMarkdown()
+	got := s[i+len(begin) : j]
 	if got == want {
 		return
 	}
 	if *update {
-		if err := os.WriteFile(path, []byte(s[:i+len(regBegin)]+want+s[j:]), 0o644); err != nil {
+		if err := os.WriteFile(full, []byte(s[:i+len(begin)]+want+s[j:]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
@@ -48,8 +57,8 @@ func TestREADMERegressionTable(t *testing.T) {
 			w = wl[k]
 		}
 		if g != w {
-			t.Errorf("README.md regression table line %d:\n got: %s\nwant: %s", k+1, g, w)
+			t.Errorf("%s %s line %d:\n got: %s\nwant: %s", path, what, k+1, g, w)
 		}
 	}
-	t.Log("run: go test ./cmd/pdchaos -run TestREADMERegressionTable -update")
+	t.Logf("run: go test ./cmd/pdchaos -run %s -update", test)
 }
