@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -72,101 +71,33 @@ func (g GaugeTiming) String() string {
 // info), whether every engine serves live loads, and the windows that
 // follow. checks has its defaults filled.
 func decideGaugeTiming(ctx context.Context, setsEngine bool, cfg contract.EngineConfig, metricsURLs []string, checks CheckSpec) GaugeTiming {
-	g := GaugeTiming{WedgeWindow: checks.WedgeWindow, DrainDeadline: checks.DrainDeadline, ProbeSettle: probeSettle}
 	client := &http.Client{Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
+	var src record.GaugeSource
 	if setsEngine {
 		c, _, err := cfg.Resolve() // validated with the scenario
 		if err != nil {
 			c.Gauges = contract.GaugesLogged
 		}
-		g.Mode, g.IdleRefresh = c.Gauges, c.IdleMetricsInterval
-		g.ModeFrom = "the scenario's engine.gauges"
+		src = record.GaugeSource{Mode: c.Gauges, IdleRefresh: c.IdleMetricsInterval, ModeFrom: "the scenario's engine.gauges"}
 		if cfg.Gauges == "" {
-			g.ModeFrom = "the engine's default; the scenario sets no engine.gauges"
+			src.ModeFrom = "the engine's default; the scenario sets no engine.gauges"
 		}
+		src = src.WithLoads(ctx, client, metricsURLs)
 	} else {
-		g.Mode, g.IdleRefresh, g.ModeFrom = serverInfoMode(ctx, client, metricsURLs)
+		src = record.DetectGauges(ctx, client, metricsURLs)
 	}
+	g := GaugeTiming{Mode: src.Mode, ModeFrom: src.ModeFrom, IdleRefresh: src.IdleRefresh, LiveLoads: src.LiveLoads, LoadsWhy: src.LoadsWhy,
+		WedgeWindow: checks.WedgeWindow, DrainDeadline: checks.DrainDeadline, ProbeSettle: probeSettle}
 	if g.Mode != contract.GaugesLogged {
-		g.IdleRefresh = 0
+		g.LoadsWhy = ""
 		return g
 	}
-	g.LiveLoads, g.LoadsWhy = true, "every engine serves "+contract.PathLoads+"?"+contract.LoadsQueryDisagg+"; queues are judged by them"
-	for _, u := range metricsURLs {
-		if _, err := record.FetchLoads(ctx, client, u); err != nil {
-			g.LiveLoads, g.LoadsWhy = false, "none: "+err.Error()
-			break
-		}
+	if stale := src.StaleFor(checks.ScrapeInterval); stale > 0 {
+		g.Widened = true
+		g.WedgeWindow = max(g.WedgeWindow, stale)
+		g.DrainDeadline = max(g.DrainDeadline, stale)
+		g.ProbeSettle = max(g.ProbeSettle, stale)
 	}
-	if len(metricsURLs) == 0 {
-		g.LiveLoads, g.LoadsWhy = false, "none: no engine metrics URL"
-	}
-	if g.LiveLoads {
-		return g
-	}
-	stale := g.IdleRefresh + 2*checks.ScrapeInterval + 2*time.Second
-	g.Widened = true
-	g.WedgeWindow = max(g.WedgeWindow, stale)
-	g.DrainDeadline = max(g.DrainDeadline, stale)
-	g.ProbeSettle = max(g.ProbeSettle, stale)
 	return g
-}
-
-// serverInfoMode reads each engine's /get_server_info: the bundled engine
-// names its mode (contract.ServerInfoGauges); SGLang names none and always
-// sets gauges at its log points, idle every 30 s. An engine whose info
-// cannot be read is taken as SGLang: assuming stale gauges costs time,
-// assuming live ones costs false alarms.
-func serverInfoMode(ctx context.Context, c *http.Client, metricsURLs []string) (contract.GaugeMode, time.Duration, string) {
-	mode, idle := contract.GaugesLive, time.Duration(0)
-	var why []string
-	for _, u := range metricsURLs {
-		base := strings.TrimSuffix(strings.TrimRight(u, "/"), contract.PathMetrics)
-		info, err := getServerInfo(ctx, c, base)
-		m, _ := info[contract.ServerInfoGauges].(string)
-		switch {
-		case err != nil:
-			mode, idle = contract.GaugesLogged, max(idle, contract.DefaultIdleMetricsInterval)
-			why = append(why, fmt.Sprintf("%s: server info unreadable (%v), taken as SGLang", base, err))
-		case m == "":
-			mode, idle = contract.GaugesLogged, max(idle, contract.DefaultIdleMetricsInterval)
-			why = append(why, fmt.Sprintf("%s: server info names no %s: SGLang, which sets gauges when it logs stats", base, contract.ServerInfoGauges))
-		case m == string(contract.GaugesLogged):
-			mode = contract.GaugesLogged
-			sec, _ := info[contract.ServerInfoIdleMetricsInterval].(float64)
-			idle = max(idle, time.Duration(sec*float64(time.Second)))
-			if sec <= 0 {
-				idle = max(idle, contract.DefaultIdleMetricsInterval)
-			}
-			why = append(why, fmt.Sprintf("%s: server info %s=logged", base, contract.ServerInfoGauges))
-		default:
-			why = append(why, fmt.Sprintf("%s: server info %s=%s", base, contract.ServerInfoGauges, m))
-		}
-	}
-	if len(why) == 0 {
-		return contract.GaugesLogged, contract.DefaultIdleMetricsInterval, "no engine to ask: taken as SGLang"
-	}
-	return mode, idle, strings.Join(why, "; ")
-}
-
-// getServerInfo GETs base's server info as a JSON object.
-func getServerInfo(ctx context.Context, c *http.Client, base string) (map[string]any, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+contract.PathServerInfo, nil)
-	if err != nil {
-		return nil, fmt.Errorf("server info %s: %w", base, err)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("server info %s: %w", base, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("server info %s: status %d", base, resp.StatusCode)
-	}
-	var info map[string]any
-	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 4<<20)).Decode(&info); err != nil {
-		return nil, fmt.Errorf("server info %s: decode: %w", base, err)
-	}
-	return info, nil
 }

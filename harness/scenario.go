@@ -18,6 +18,7 @@ import (
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/harness/check"
+	"github.com/pdchaos/pdchaos/harness/record"
 )
 
 // Scenario is one chaos run as a YAML file: target, engine settings, load,
@@ -88,7 +89,7 @@ func (c CheckSpec) withDefaults() CheckSpec {
 	set(&c.DrainDeadline, 10*time.Second)
 	set(&c.ProbeDeadline, 10*time.Second)
 	set(&c.WedgeWindow, 5*time.Second)
-	set(&c.ScrapeInterval, 250*time.Millisecond)
+	set(&c.ScrapeInterval, record.DefaultInterval)
 	if c.Probes == 0 {
 		c.Probes = 3
 	}

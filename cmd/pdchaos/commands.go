@@ -300,6 +300,7 @@ func newWatchCmd() *cobra.Command {
 		interval    time.Duration
 		forD        time.Duration
 		allowRemote bool
+		gauges      string
 	)
 	cmd := &cobra.Command{
 		Use:   "watch --metrics URL...",
@@ -316,6 +317,9 @@ func newWatchCmd() *cobra.Command {
 			if err := checkLoopback(allowRemote, "--metrics", hosts...); err != nil {
 				return &exitError{exitHarness, err}
 			}
+			if window < 0 || interval < 0 {
+				return &exitError{exitHarness, fmt.Errorf("watch: --window %v and --interval %v must not be negative", window, interval)}
+			}
 			ctx := cmd.Context()
 			// An unreachable or non-Prometheus URL is a harness error (exit
 			// 3), not "no wedge": a watch that sees nothing proves nothing.
@@ -324,6 +328,16 @@ func newWatchCmd() *cobra.Command {
 					return &exitError{exitHarness, err}
 				}
 			}
+			src, err := watchGauges(ctx, gauges, metrics)
+			if err != nil {
+				return &exitError{exitHarness, err}
+			}
+			if interval == 0 {
+				interval = defaultWatchInterval
+			}
+			win, line := watchWindow(src, window, interval)
+			fmt.Fprintln(cmd.ErrOrStderr(), "watch:", line)
+			window = win
 			if forD > 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, forD)
@@ -333,7 +347,7 @@ func newWatchCmd() *cobra.Command {
 			defer stop(nil)
 			out := cmd.OutOrStdout()
 			var wedged []check.Wedge
-			seen, err := record.Watch(ctx, metrics, interval, window, time.Now(), func(w check.Wedge) {
+			seen, err := record.Watch(ctx, metrics, record.WatchOptions{Interval: interval, Window: window, LiveLoads: src.LiveLoads}, func(w check.Wedge) {
 				fmt.Fprintln(out, w)
 				wedged = append(wedged, w)
 				stop(errors.New("wedged"))
@@ -363,8 +377,9 @@ func newWatchCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&metrics, "metrics", nil, "engine /metrics URL (repeatable)")
-	fl.DurationVar(&window, "window", 10*time.Second, "how long a gauge may sit above 0 with no progress")
-	fl.DurationVar(&interval, "interval", 250*time.Millisecond, "scrape period")
+	fl.DurationVar(&window, "window", 0, "how long a gauge may sit above 0 with no progress (0: 10s, widened past the idle refresh of engines whose gauges are set only when they log stats and that serve no /v1/loads)")
+	fl.DurationVar(&interval, "interval", defaultWatchInterval, "scrape period")
+	fl.StringVar(&gauges, "gauges", "auto", "when the engines set their queue gauges: auto (ask each engine's server info; SGLang is logged), live, or logged (as SGLang: at its stats logs, idle every 30s)")
 	fl.DurationVar(&forD, "for", 0, "stop after this long (0: until Ctrl-C or a wedge)")
 	fl.BoolVar(&allowRemote, "allow-remote", false, "allow non-loopback metrics URLs")
 	return cmd

@@ -164,6 +164,8 @@ func Run(ctx context.Context, t target.Target, o Options) Report {
 		}
 	}
 
+	gaugeFindings(ctx, &r, client, t.MetricsURLs())
+
 	// Checks, in judging order.
 	if len(t.EngineURLs()) == 0 {
 		r.add(Reduced, "check %s: skipped: needs /debug/rooms on each engine (--engine-url), which SGLang does not serve", contract.CheckRoomsTerminal)
@@ -206,6 +208,28 @@ func Run(ctx context.Context, t target.Target, o Options) Report {
 
 	layerFindings(ctx, &r, t)
 	return r
+}
+
+// gaugeFindings says when the engines set their queue gauges and how run
+// and watch will judge them (record.DetectGauges, as they decide it): live
+// gauges as scraped; logged ones by live loads where every engine serves
+// them, else with windows widened past the idle refresh.
+func gaugeFindings(ctx context.Context, r *Report, c *http.Client, metricsURLs []string) {
+	if len(metricsURLs) == 0 {
+		return
+	}
+	src := record.DetectGauges(ctx, c, metricsURLs)
+	what := fmt.Sprintf("gauges %s (%s)", src.Mode, src.ModeFrom)
+	switch {
+	case src.Mode != contract.GaugesLogged:
+		r.add(OK, "%s: judged as scraped", what)
+	case src.LiveLoads:
+		r.add(OK, "%s, idle refresh %v; live loads: %s, so the scenario's windows apply", what, src.IdleRefresh, src.LoadsWhy)
+	default:
+		stale := src.StaleFor(record.DefaultInterval)
+		r.add(Info, "%s, idle refresh %v; live loads: %s: a healthy engine can show a queue for up to %v after traffic stops, so run and watch widen their wedge window and drain deadline to at least %v and see wedges that much later (serve GET %s?%s to judge queues live)",
+			what, src.IdleRefresh, src.LoadsWhy, src.IdleRefresh, stale, contract.PathLoads, contract.LoadsQueryDisagg)
+	}
 }
 
 // layerFindings says which fault layers apply and why not.

@@ -56,10 +56,30 @@ func TestDoctorBundledClusterEverythingApplies(t *testing.T) {
 	if r.ExitCode() != doctor.ExitOK {
 		t.Fatalf("exit %d, problems %q", r.ExitCode(), r.Problems())
 	}
-	for _, want := range []string{"health router: /readiness 200", "/health_generate 200", "version ", "fault layer protocol: applies"} {
+	for _, want := range []string{"health router: /readiness 200", "/health_generate 200", "version ", "fault layer protocol: applies",
+		"gauges live (", "pdchaos_gauges=live): judged as scraped"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+}
+
+// A logged engine that serves /v1/loads is judged by them, with the
+// scenario's windows: an OK line, not a widening.
+func TestDoctorLoggedGaugesWithLoads(t *testing.T) {
+	c := testcluster.Start(t, contract.EngineConfig{Gauges: contract.GaugesLogged})
+	r := doctor.Run(t.Context(), c, doctor.Options{InProcess: true})
+	out := report(t, r)
+	if r.ExitCode() != doctor.ExitOK {
+		t.Fatalf("exit %d, problems %q", r.ExitCode(), r.Problems())
+	}
+	for _, want := range []string{"ok       gauges logged (", "idle refresh 30s; live loads: every engine serves /v1/loads?include=disagg; queues are judged by them, so the scenario's windows apply"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "widen") {
+		t.Error("a logged engine with live loads gets widened windows")
 	}
 }
 
@@ -173,7 +193,9 @@ func TestDoctorCraftedSGLang(t *testing.T) {
 		line      string   // a line that must appear, but not as a problem
 	}{
 		{name: "healthy", readiness: 200, prefill: prefillMetrics(contract.MetricPrefillBootstrapQueue), decode: decodeMetrics(""),
-			exit: doctor.ExitOK},
+			exit: doctor.ExitOK,
+			// SGLang (no gauge mode in its server info) without /v1/loads.
+			line: "idle refresh 30s; live loads: none: live loads " + "%P/v1/loads?include=disagg: status 404: a healthy engine can show a queue for up to 30s after traffic stops, so run and watch widen their wedge window and drain deadline to at least 32.5s"},
 		{name: "no /debug/rooms", noRooms: true, readiness: 200, prefill: prefillMetrics(contract.MetricPrefillBootstrapQueue), decode: decodeMetrics(""),
 			exit: doctor.ExitReduced, want: []string{"check rooms-terminal: skipped: needs /debug/rooms"}},
 		{name: "metrics off on decode", readiness: 200, prefill: prefillMetrics(contract.MetricPrefillBootstrapQueue), decode: "",
@@ -209,7 +231,7 @@ func TestDoctorCraftedSGLang(t *testing.T) {
 					t.Errorf("report lacks %q", w)
 				}
 			}
-			if tc.line != "" && !strings.Contains(out, tc.line) {
+			if line := strings.ReplaceAll(tc.line, "%P", p); line != "" && !strings.Contains(out, line) {
 				t.Errorf("report lacks %q", tc.line)
 			}
 			if !strings.Contains(out, "version "+p+": 0.5.4") {

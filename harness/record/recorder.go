@@ -58,7 +58,7 @@ type Recorder struct {
 // Run records until ctx ends.
 func (r *Recorder) Run(ctx context.Context) error {
 	if r.Interval <= 0 {
-		r.Interval = 250 * time.Millisecond
+		r.Interval = DefaultInterval
 	}
 	tick := time.NewTicker(r.Interval)
 	defer tick.Stop()

@@ -239,21 +239,40 @@ func (w *URLWatch) Inconclusive(u string, window time.Duration) string {
 	return ""
 }
 
+// WatchOptions shape Watch; zero fields get the defaults.
+type WatchOptions struct {
+	// Interval is the scrape period; default DefaultInterval.
+	Interval time.Duration
+	// Window is how long a gauge may sit above 0 with no progress before
+	// it is a wedge (Watchdog.Window).
+	Window time.Duration
+	// LiveLoads reads each engine's GET /v1/loads every round in place of
+	// its queue gauges, as the recorder does (Recorder.LiveLoads): set it
+	// where every engine serves them and sets its gauges only when it logs.
+	LiveLoads bool
+	// Base is the time origin of offsets; default the call's start.
+	Base time.Time
+}
+
 // Watch scrapes every URL each interval and calls onWedge for every wedge
-// until ctx ends; base is the time origin of offsets. check.Scrape failures
+// until ctx ends. check.Scrape failures (and, with LiveLoads, failed loads)
 // go to onErr (nil ignores them) and are counted in the summary. It is
 // `pdchaos watch` without the CLI.
-func Watch(ctx context.Context, urls []string, interval, window time.Duration, base time.Time,
-	onWedge func(check.Wedge), onErr func(error)) (WatchSummary, error) {
+func Watch(ctx context.Context, urls []string, o WatchOptions, onWedge func(check.Wedge), onErr func(error)) (WatchSummary, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("watch: no metrics URLs")
 	}
+	interval := o.Interval
 	if interval <= 0 {
-		interval = 250 * time.Millisecond
+		interval = DefaultInterval
+	}
+	base := o.Base
+	if base.IsZero() {
+		base = time.Now()
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
-	wd := &Watchdog{Window: window}
+	wd := &Watchdog{Window: o.Window}
 	sum := WatchSummary{}
 	start := time.Since(base)
 	for _, u := range urls {
@@ -267,6 +286,9 @@ func Watch(ctx context.Context, urls []string, interval, window time.Duration, b
 		for i, u := range urls {
 			g.Go(func() error {
 				s, err := scrapeURL(gctx, client, u)
+				if err == nil && o.LiveLoads {
+					err = overlayLoads(gctx, client, u, &s)
+				}
 				if err != nil {
 					s.Err = err.Error()
 					if onErr != nil && ctx.Err() == nil {
