@@ -87,6 +87,9 @@ type DecodeReq struct {
 	aux       []bool
 	flipped   bool // decode-abort-leak: receiver flipped, queues untouched
 	committed bool // transfer done, decoding
+	// unfenced: failed while its prefill may still write its pages, which
+	// the wire cannot refuse (Mooncake): the pages wait for an ACK.
+	unfenced  bool
 	seed      uint64
 	generated int
 }

@@ -129,15 +129,39 @@ func (d *Decode) AdmitKV(now time.Time, rank int, room uint64, id int, agent str
 // retirePeer moves decode's name towards bootstrap to a new epoch: every
 // write addressed to the old name is refused from now on, so the pages of
 // aborted rooms still waiting for the peer's ACK can be freed at once.
+//
+// Where the wire cannot retire a name (Mooncake: the session_id is the KV
+// address), nothing is freed: a prefill that was only stopped still writes
+// where its TransferInfos pointed when it continues, so the pages wait for
+// its ACK, which it sends once its in-flight writes have drained.
 func (d *Decode) retirePeer(now time.Time, bootstrap string) {
 	d.epochs[bootstrap]++
-	for room, aw := range d.awaiting {
-		if aw.bootstrap != bootstrap {
+	for _, room := range slices.Sorted(maps.Keys(d.awaiting)) {
+		if d.awaiting[room].bootstrap != bootstrap {
+			continue
+		}
+		if !d.fenced() {
+			d.holdUnfenced(now, room, "prefill "+bootstrap+" lost")
 			continue
 		}
 		d.probes.Hit(contract.ProbeDecodeRetiredPeerFreesPages)
 		d.hist.Note(now, room, "decode", 0, "pages-freed", "prefill's name retired: no write of it can land any more")
 		d.freeAwaiting(room)
+	}
+}
+
+// fenced says a retired name refuses the old peer's writes (NIXL's agent
+// names carry decode's epoch; Mooncake's session_id cannot).
+func (d *Decode) fenced() bool { return d.wire.table().epochNames }
+
+// holdUnfenced keeps room's pages until its prefill acknowledges the ABORT,
+// however long that takes: its writes cannot be refused, and the ACK comes
+// only after they have drained (a prefill that restarted acknowledges at
+// once: it has nothing in flight).
+func (d *Decode) holdUnfenced(now time.Time, room uint64, why string) {
+	d.probes.Hit(contract.ProbeDecodeUnfencedPagesHeld)
+	if d.hist.Known(room) {
+		d.hist.Note(now, room, "decode", 0, "pages-held", why+": the wire cannot refuse its writes, so the pages wait for its ACK")
 	}
 }
 
@@ -160,6 +184,10 @@ func (d *Decode) failPeerRooms(now time.Time, bootstrap, why string, withPreallo
 		default:
 			d.probes.Hit(contract.ProbeDecodePrefillLostPrealloc)
 		}
+		// A room past its TransferInfo can still be written; where the
+		// wire cannot refuse that, its pages go to wait for an ACK
+		// instead of back to the pool (pollTransfers).
+		req.unfenced = req.stage() == stageTransfer && !d.fenced()
 		for _, rk := range d.ranks {
 			rk.status.Update(now, req.Room, Failed, WriterReceiver, why)
 		}
@@ -191,7 +219,12 @@ func (d *Decode) expireAcks(now time.Time) {
 		if now.Sub(aw.since) <= d.cfg.AckTimeout {
 			continue
 		}
-		if aw.resends < AbortResends {
+		if aw.resends >= AbortResends && !d.fenced() {
+			// No name to retire: freeing now could hand pages a stalled
+			// prefill still writes. Keep asking; the pages wait.
+			d.probes.Hit(contract.ProbeDecodeUnfencedAckResent)
+		}
+		if aw.resends < AbortResends || !d.fenced() {
 			aw.resends++
 			aw.since = now
 			d.probes.Hit(contract.ProbeDecodeAbortResent)
@@ -202,7 +235,11 @@ func (d *Decode) expireAcks(now time.Time) {
 				a := d.cfg.Agents[r]
 				d.out = append(d.out, DecodeOut{Bootstrap: aw.bootstrap, Rank: r, Frames: d.wire.Abort(Abort{Room: room, DecodeIP: a.IP, DecodePort: a.NotifyPort})})
 			}
-			d.hist.Note(now, room, "decode", 0, "abort-resent", fmt.Sprintf("no ABORT_ACK within %s: resend %d of %d", d.cfg.AckTimeout, aw.resends, AbortResends))
+			note := fmt.Sprintf("no ABORT_ACK within %s: resend %d of %d", d.cfg.AckTimeout, aw.resends, AbortResends)
+			if aw.resends > AbortResends {
+				note = fmt.Sprintf("no ABORT_ACK within %s: resend %d; the wire cannot retire prefill's name, so the pages wait for its ACK", d.cfg.AckTimeout, aw.resends)
+			}
+			d.hist.Note(now, room, "decode", 0, "abort-resent", note)
 			continue
 		}
 		d.probes.Hit(contract.ProbeDecodeAckTimeoutFree)

@@ -314,3 +314,109 @@ func TestPrefillLostPreallocSendsNoMetadata(t *testing.T) {
 		t.Errorf("after the loss: %+v, want no queue or page held", l)
 	}
 }
+
+// On Mooncake no name can be retired, so a prefill declared lost keeps
+// its writes' targets: the pages of A (failed in transfer by the loss) and
+// of C (aborted, its ABORT lost) wait for prefill's ACK instead of going
+// back to the pool. B, which arrives meanwhile, gets other pages, and A's
+// late write, admitted as Mooncake must, lands in A's held pages, never in
+// B's. On NIXL (TestLostPrefillLateWriteRefusedInCore) the write is
+// refused and the pages are freed at once.
+func TestLostPrefillMooncakeHoldsPagesUntilAck(t *testing.T) {
+	t.Parallel()
+	scriptMooncakeLostHoldsPages(newRig(t, rigOpts{wire: contract.WireMooncake}))
+}
+
+func scriptMooncakeLostHoldsPages(r *rig) {
+	t := r.t
+	const roomA, roomB, roomC = 71, 82, 73
+	r.add("A", roomA, prompt(71, 100), 4)
+	r.add("C", roomC, prompt(73, 80), 4)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	r.abortD("C")
+	r.stepD()
+	r.dropAborts()
+	w := workerOf(roomA)
+	cA := r.begin(0, w)
+	if cA == nil || !r.send(0, w) {
+		t.Fatal("A's first chunk not sent")
+	}
+	used := r.d.Lens(0).PagesUsed
+	if n := r.d.OnPrefillLost(r.now, testBootstrap); n != 1 {
+		t.Fatalf("%d rooms failed by the loss, want 1 (A)", n)
+	}
+	r.stepD() // A fails; its pages go to wait for an ACK
+	if len(r.dfin["A"]) != 1 {
+		t.Fatalf("A finished %v, want failed once", r.dfin["A"])
+	}
+	if l := r.d.Lens(0); l.AwaitingAck != 2 || l.PagesUsed != used {
+		t.Fatalf("after the loss: awaiting %d ACKs, %d pages used; want A's and C's pages held (2, %d)", l.AwaitingAck, l.PagesUsed, used)
+	}
+	if n := r.d.Probes().Count(contract.ProbeDecodeRetiredPeerFreesPages); n != 0 {
+		t.Errorf("retired-peer-frees-pages hit %d times on Mooncake, want 0", n)
+	}
+	if err := r.p.OnControl(r.now, 0, r.d.Registration(0, testBootstrap)); err != nil {
+		t.Fatal(err)
+	}
+	r.add("B", roomB, prompt(72, 100), 6)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	r.runWorkers()
+	r.land(cA) // the stopped prefill continues: its write lands where it pointed
+	r.end(0, w, nil)
+	r.settle()
+	r.advance(testAckWait + 1) // C's lost ABORT is sent again and acknowledged
+	r.settle()
+	if r.d.ForeignWrites != 0 {
+		t.Errorf("%d foreign writes: a held page was handed to another request", r.d.ForeignWrites)
+	}
+	p := r.d.Probes()
+	if p.Count(contract.ProbeDecodeUnfencedPagesHeld) < 2 || p.Count(contract.ProbeDecodeAckFreesPages) < 2 {
+		t.Errorf("unfenced-pages-held %d, ack-frees-pages %d; want at least 2 each (A and C, freed by prefill's ACKs)",
+			p.Count(contract.ProbeDecodeUnfencedPagesHeld), p.Count(contract.ProbeDecodeAckFreesPages))
+	}
+	if r.d.Lens(0).AwaitingAck != 0 {
+		t.Errorf("%d rooms still wait for an ACK after prefill answered", r.d.Lens(0).AwaitingAck)
+	}
+	r.checkAnswer("B")
+	r.checkClean()
+}
+
+// On Mooncake an ABORT no ACK answers is sent again after every resend
+// rather than its pages freed (there is no name to retire that would
+// refuse a stalled prefill's writes); the ACK that finally comes frees
+// them.
+func TestMooncakeUnackedAbortKeepsPages(t *testing.T) {
+	t.Parallel()
+	scriptMooncakeUnackedAbort(newRig(t, rigOpts{wire: contract.WireMooncake}))
+}
+
+func scriptMooncakeUnackedAbort(r *rig) {
+	t := r.t
+	r.add("A", 90, prompt(90, 80), 4)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	r.abortD("A")
+	r.stepD()
+	for i := range AbortResends + 3 {
+		r.dropAborts()
+		r.advance(testAckWait + 1)
+		r.stepD()
+		if r.d.Lens(0).AwaitingAck != 1 {
+			t.Fatalf("after %d ACK timeouts the pages were freed without an ACK", i+1)
+		}
+	}
+	p := r.d.Probes()
+	if p.Count(contract.ProbeDecodeAckTimeoutFree) != 0 || p.Count(contract.ProbeDecodeUnfencedAckResent) == 0 {
+		t.Errorf("ack-timeout-free %d, unfenced-ack-resent %d; want 0 and some", p.Count(contract.ProbeDecodeAckTimeoutFree), p.Count(contract.ProbeDecodeUnfencedAckResent))
+	}
+	r.settle()
+	if r.d.Lens(0).AwaitingAck != 0 || p.Count(contract.ProbeDecodeAckFreesPages) != 1 {
+		t.Errorf("awaiting %d, ack-frees-pages %d after the ACK; want 0, 1", r.d.Lens(0).AwaitingAck, p.Count(contract.ProbeDecodeAckFreesPages))
+	}
+	r.checkClean()
+}

@@ -195,6 +195,14 @@ func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
 			for _, rk := range d.ranks {
 				rk.transfer = remove(rk.transfer, req)
 			}
+			if req.unfenced {
+				// Lost prefill, writes not refusable: tell it to stop and
+				// keep the pages until it says its writes have drained.
+				d.sendAbort(now, req)
+				d.awaiting[req.Room] = &awaitingAck{pages: req.pages, acked: make([]bool, len(d.ranks)), since: now, bootstrap: req.Bootstrap}
+				req.pages = make([][]uint32, len(d.ranks))
+				d.holdUnfenced(now, req.Room, "prefill "+req.Bootstrap+" lost during the transfer")
+			}
 			d.release(now, req, Failed, "transfer failed")
 			fin = append(fin, DecodeFinish{req.Rid, req.Room, ErrDecodeFailed})
 		}

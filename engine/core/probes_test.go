@@ -275,6 +275,8 @@ func probeCases() []probeCase {
 		{"ack-timeout", rigOpts{}, ackTimeout, []string{"decode/abort-resent", "decode/ack-timeout-free", "decode/ack-unknown-room"}},
 		{"lost-peer-write", rigOpts{}, scriptLostPeerWrite, []string{"decode/chunk-lost-peer", "decode/prefill-lost-room", "decode/transfer-failed"}},
 		{"lost-while-awaiting-ack", rigOpts{}, scriptLostWhileAwaitingAck, []string{"decode/retired-peer-frees-pages"}},
+		{"mooncake-lost-holds-pages", rigOpts{wire: contract.WireMooncake}, scriptMooncakeLostHoldsPages, []string{"decode/unfenced-pages-held", "decode/prefill-lost-room", "decode/ack-frees-pages"}},
+		{"mooncake-unacked-abort", rigOpts{wire: contract.WireMooncake}, scriptMooncakeUnackedAbort, []string{"decode/unfenced-ack-resent", "decode/abort-resent"}},
 		{"malformed", rigOpts{}, malformed, []string{"prefill/malformed-control", "prefill/metadata-unknown-agent", "decode/malformed-notice"}},
 		{"bootstrap-timeout", rigOpts{}, bootstrapTimeout, []string{"prefill/bootstrap-timeout", "prefill/bootstrap-failed", "decode/waiting-timeout"}},
 		{"inflight-timeout", rigOpts{}, inflightTimeout, []string{"prefill/inflight-timeout", "prefill/transfer-failed", "prefill/fail-notice-sent", "decode/fail-notice", "decode/transfer-failed"}},

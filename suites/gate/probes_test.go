@@ -42,6 +42,7 @@ func unreachableInGate() map[string]string {
 		"decode/chunk-wrong-stage":       "needs a duplicated KV write after commit; no preset duplicates KV chunks",
 		"decode/ack-timeout-free":        someSeeds + ": one ABORT and its every resend must go unacknowledged (AbortResends+1 ACK timeouts: a control link down that long, or bootstrap-thread-death's dead loop)",
 		"decode/abort-resent":            someSeeds + ": an ABORT must go unacknowledged for an ACK timeout (prefill-lost: 8 of 10 seeds)",
+		"decode/unfenced-ack-resent":     someSeeds + ": an ABORT must go unacknowledged through every resend while prefill is stopped (prefill-lost-mooncake: 2 of 3 seeds)",
 		"decode/chunk-lost-peer":         someSeeds + ": a KV write must be in flight when prefill is stopped (prefill-lost: 19 of the 20 runs that reached the loss)",
 		"decode/prealloc-failed":         someSeeds + ": a room must still be waiting for pages when its prefill is declared lost (prefill-lost; the simulator hits it in most seeds)",
 		"prefill/route-unknown-rank":     "needs a decode whose TP size differs from prefill's; presets run both at one size",

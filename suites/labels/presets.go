@@ -30,6 +30,7 @@ func Presets() map[string]PresetLabels {
 		"abort-timeout-race":       {[]string{"decode", "control-link", "transfer"}, false},
 		"tp2-rank-lost":            {[]string{"tp", "prefill"}, false},
 		"prefill-lost":             {[]string{"prefill", "decode", "procs"}, false},
+		"prefill-lost-mooncake":    {[]string{"prefill", "decode", "procs"}, false},
 		"prefill-restart":          {[]string{"prefill", "decode", "procs"}, true},
 	}
 }
