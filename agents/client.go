@@ -49,6 +49,28 @@ func reasonOf(err error) outcome.Reason {
 	return outcome.ReasonStop
 }
 
+// failed is an error with how it reached the client.
+type failed struct {
+	kind outcome.Failure
+	err  error
+}
+
+func (f *failed) Error() string { return f.err.Error() }
+func (f *failed) Unwrap() error { return f.err }
+
+func failure(kind outcome.Failure, format string, args ...any) error {
+	return &failed{kind: kind, err: fmt.Errorf(format, args...)}
+}
+
+// failureOf is err's Failure; an error that says nothing is a transport one.
+func failureOf(err error) outcome.Failure {
+	var f *failed
+	if errors.As(err, &f) {
+		return f.kind
+	}
+	return outcome.FailureTransport
+}
+
 // caller sends streamed chat completions and turns each into one Outcome.
 type caller struct {
 	client   *http.Client
@@ -95,7 +117,7 @@ func (c *caller) do(ctx context.Context, d Decision, msgs []model.Message, body 
 		o.Kind = outcome.KindCompleted
 		applyCheck(&o, c.check, msgs, st.answer.String())
 	case o.Status != 0 && (o.Status < 200 || o.Status > 299):
-		o.Kind, o.Message = outcome.KindError, err.Error()
+		o.Kind, o.Message, o.Failure = outcome.KindError, err.Error(), failureOf(err)
 	case rctx.Err() != nil:
 		o.Kind, o.Phase = outcome.KindCancelled, outcome.PhaseQueued
 		if st.tokens > 0 {
@@ -107,7 +129,7 @@ func (c *caller) do(ctx context.Context, d Decision, msgs []model.Message, body 
 			o.Reason = reasonOf(cause)
 		}
 	default:
-		o.Kind, o.Message = outcome.KindError, err.Error()
+		o.Kind, o.Message, o.Failure = outcome.KindError, err.Error(), failureOf(err)
 	}
 	c.counters.end(&o)
 	if c.sink != nil {
@@ -131,7 +153,7 @@ func (c *caller) send(ctx context.Context, o *outcome.Outcome, body []byte, st *
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("post chat completion: %w", err)
+		return failure(outcome.FailureTransport, "post chat completion: %w", err)
 	}
 	defer resp.Body.Close()
 	o.Status = resp.StatusCode
@@ -141,7 +163,12 @@ func (c *caller) send(ctx context.Context, o *outcome.Outcome, body []byte, st *
 		}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("status %d: %s", resp.StatusCode, errorMessage(resp.Body))
+		msg, ok := errorMessage(resp.Body)
+		kind := outcome.FailureHTTP
+		if !ok {
+			kind = outcome.FailureBadBody
+		}
+		return failure(kind, "status %d: %s", resp.StatusCode, msg)
 	}
 	if err := st.read(resp.Body, cancelAfter, cancel); err != nil {
 		return err
@@ -151,9 +178,10 @@ func (c *caller) send(ctx context.Context, o *outcome.Outcome, body []byte, st *
 	return nil
 }
 
-// errorMessage extracts an OpenAI {"error":{"message":..}} body, or returns
-// the start of the raw body.
-func errorMessage(r io.Reader) string {
+// errorMessage extracts an OpenAI {"error":{"message":..}} body (ok), or
+// returns the start of the raw body (not ok: not the error shape the API
+// defines).
+func errorMessage(r io.Reader) (msg string, ok bool) {
 	b, _ := io.ReadAll(io.LimitReader(r, 64<<10))
 	var e struct {
 		Error *struct {
@@ -161,13 +189,13 @@ func errorMessage(r io.Reader) string {
 		} `json:"error"`
 	}
 	if json.Unmarshal(b, &e) == nil && e.Error != nil {
-		return e.Error.Message
+		return e.Error.Message, true
 	}
 	s := strings.TrimSpace(string(b))
 	if len(s) > 512 {
 		s = s[:512]
 	}
-	return s
+	return s, false
 }
 
 // chunk is the part of a chat.completion(.chunk) the swarm reads.
@@ -205,16 +233,16 @@ func (st *stream) read(body io.Reader, cancelAfter int, cancel context.CancelCau
 		case err == io.EOF:
 			return nil
 		case errors.Is(err, sse.ErrTruncated):
-			return errors.New("truncated stream: ended without [DONE]")
+			return failure(outcome.FailureTruncated, "truncated stream: ended without [DONE]")
 		case err != nil:
-			return fmt.Errorf("read stream: %w", err)
+			return failure(outcome.FailureTransport, "read stream: %w", err)
 		}
 		var ch chunk
 		if jerr := json.Unmarshal(payload, &ch); jerr != nil {
-			return fmt.Errorf("decode stream event: %w", jerr)
+			return failure(outcome.FailureBadEvent, "decode stream event: %w", jerr)
 		}
 		if ch.Error != nil {
-			return fmt.Errorf("stream error event: %s", ch.Error.Message)
+			return failure(outcome.FailureErrorEvent, "stream error event: %s", ch.Error.Message)
 		}
 		for _, c := range ch.Choices {
 			if c.Delta.Content != "" {

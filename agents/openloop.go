@@ -237,20 +237,24 @@ func openLoopOutcome(res *vegeta.Result, r *olReq, cfg OpenLoopConfig, o OpenLoo
 	case res.Code >= 200 && res.Code <= 299 && res.Error == "":
 		answer, err := parseAnswer(res.Body, o.Stream, &out)
 		if err != nil {
-			out.Kind, out.Message, out.Phase = outcome.KindError, err.Error(), ""
+			out.Kind, out.Message, out.Phase, out.Failure = outcome.KindError, err.Error(), "", failureOf(err)
 			return out
 		}
 		out.Kind, out.Phase = outcome.KindCompleted, ""
 		applyCheck(&out, cfg.Check, openLoopMessages(cfg.Seed, r.n, o.PromptWords), answer)
 	case res.Code != 0:
 		out.Kind, out.Phase = outcome.KindError, ""
-		out.Message = fmt.Sprintf("status %d: %s", res.Code, errorMessage(bytes.NewReader(res.Body)))
+		msg, ok := errorMessage(bytes.NewReader(res.Body))
+		out.Message, out.Failure = fmt.Sprintf("status %d: %s", res.Code, msg), outcome.FailureHTTP
+		if !ok {
+			out.Failure = outcome.FailureBadBody
+		}
 	case r.cause == causeHung:
 		out.Kind = outcome.KindHung
 	case r.cause != nil:
 		out.Kind, out.Reason = outcome.KindCancelled, outcome.ReasonStop
 	default:
-		out.Kind, out.Message, out.Phase = outcome.KindError, res.Error, ""
+		out.Kind, out.Message, out.Phase, out.Failure = outcome.KindError, res.Error, "", outcome.FailureTransport
 	}
 	return out
 }
@@ -267,13 +271,13 @@ func parseAnswer(body []byte, streamed bool, out *outcome.Outcome) (string, erro
 	}
 	var ch chunk
 	if err := json.Unmarshal(body, &ch); err != nil {
-		return "", fmt.Errorf("decode completion: %w", err)
+		return "", failure(outcome.FailureBadEvent, "decode completion: %w", err)
 	}
 	if ch.Error != nil {
-		return "", fmt.Errorf("completion error: %s", ch.Error.Message)
+		return "", failure(outcome.FailureErrorEvent, "completion error: %s", ch.Error.Message)
 	}
 	if len(ch.Choices) == 0 {
-		return "", errors.New("completion has no choices")
+		return "", failure(outcome.FailureBadEvent, "completion has no choices")
 	}
 	c := ch.Choices[0]
 	out.Tokens, out.FinishReason = len(strings.Fields(c.Message.Content)), c.FinishReason

@@ -93,28 +93,38 @@ func TestRequestEndings(t *testing.T) {
 		want    outcome.Kind
 		status  int
 		message string
+		failure outcome.Failure
 	}{
 		{"completed", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, chunk("a")+chunk(" b")+`data: {"choices":[{"delta":{},"finish_reason":"length"}]}`+"\n\ndata: [DONE]\n\n")
-		}, outcome.KindCompleted, 200, ""},
+		}, outcome.KindCompleted, 200, "", ""},
 		{"status", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusTooManyRequests)
 			fmt.Fprint(w, `{"error":{"message":"slow down"}}`)
-		}, outcome.KindError, 429, "slow down"},
+		}, outcome.KindError, 429, "slow down", outcome.FailureHTTP},
+		{"status with a body that is no error", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "upstream went away", http.StatusBadGateway)
+		}, outcome.KindError, 502, "upstream went away", outcome.FailureBadBody},
 		{"error event", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, chunk("a")+`data: {"error":{"message":"kv transfer failed"}}`+"\n\n")
-		}, outcome.KindError, 200, "kv transfer failed"},
+		}, outcome.KindError, 200, "kv transfer failed", outcome.FailureErrorEvent},
+		{"event that is not JSON", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, chunk("a")+"data: {oops\n\n")
+		}, outcome.KindError, 200, "decode stream event", outcome.FailureBadEvent},
 		{"truncated", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, chunk("a"))
-		}, outcome.KindError, 200, "truncated stream"},
+		}, outcome.KindError, 200, "truncated stream", outcome.FailureTruncated},
 		{"last event without its blank line", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, strings.TrimSuffix(chunk("a"), "\n"))
-		}, outcome.KindError, 200, "truncated stream: ended without [DONE]"},
+		}, outcome.KindError, 200, "truncated stream: ended without [DONE]", outcome.FailureTruncated},
 		{"connection cut", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, chunk("a"))
 			w.(http.Flusher).Flush()
 			panic(http.ErrAbortHandler) // the server drops the connection mid-body
-		}, outcome.KindError, 200, "read stream: unexpected EOF"},
+		}, outcome.KindError, 200, "read stream: unexpected EOF", outcome.FailureTransport},
+		{"no answer", func(w http.ResponseWriter, r *http.Request) {
+			panic(http.ErrAbortHandler) // a router that panics before its headers
+		}, outcome.KindError, 0, "post chat completion", outcome.FailureTransport},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.handler)
@@ -126,8 +136,8 @@ func TestRequestEndings(t *testing.T) {
 				hang: 5 * time.Second, counters: &c}
 			d := Decision{MaxTokens: 2}
 			o, answer := cl.do(t.Context(), d, []model.Message{{Role: "user", Content: "x"}}, []byte(`{}`))
-			if o.Kind != tc.want || o.Status != tc.status || !strings.Contains(o.Message, tc.message) {
-				t.Fatalf("got %+v", o)
+			if o.Kind != tc.want || o.Status != tc.status || !strings.Contains(o.Message, tc.message) || o.Failure != tc.failure {
+				t.Fatalf("got %+v, want failure %q", o, tc.failure)
 			}
 			if tc.want == outcome.KindCompleted && (answer != "a b" || o.FinishReason != "length" || o.Tokens != 2) {
 				t.Fatalf("answer %q, outcome %+v", answer, o)

@@ -24,6 +24,7 @@ const (
 // Link names a deployment offers. Per-rank links are named by ControlLink
 // and KVLink.
 const (
+	LinkClientRouter  = "client-router"
 	LinkRouterPrefill = "router-prefill"
 	LinkRouterDecode  = "router-decode"
 	LinkBootstrap     = "bootstrap"
@@ -39,7 +40,7 @@ func KVLink(rank int) string { return fmt.Sprintf("kv/%d", rank) }
 // sits in front of it by listening somewhere and forwarding to Addr, after
 // the target has been told (Interpose) to send new connections to the proxy.
 type Link struct {
-	// Name identifies the link: LinkRouterPrefill, LinkRouterDecode,
+	// Name identifies the link: LinkClientRouter, LinkRouterPrefill, LinkRouterDecode,
 	// LinkBootstrap, ControlLink(rank), KVLink(rank).
 	Name string `json:"name"`
 	// From and To are the roles at each end ("client", "router", "prefill", "decode").

@@ -72,7 +72,7 @@ func (c *Cluster) EngineURLs() []string {
 func (c *Cluster) Links() []contract.Link {
 	pa, da := c.Prefill.Addrs(), c.Decode.Addrs()
 	links := []contract.Link{
-		{Name: "client-router", From: "client", To: "router", Kind: contract.LinkHTTP, Addr: c.Router.Addr()},
+		{Name: contract.LinkClientRouter, From: "client", To: "router", Kind: contract.LinkHTTP, Addr: c.Router.Addr()},
 		{Name: "router-prefill", From: "router", To: "prefill", Kind: contract.LinkHTTP, Addr: pa.HTTP},
 		{Name: "router-decode", From: "router", To: "decode", Kind: contract.LinkHTTP, Addr: da.HTTP},
 		{Name: "bootstrap", From: "decode", To: "prefill", Kind: contract.LinkHTTP, Addr: pa.Bootstrap},
@@ -101,7 +101,7 @@ func (c *Cluster) Interpose(_ context.Context, name, via string) (contract.Resto
 	if link == nil {
 		return nil, fmt.Errorf("interpose on link %q: %w: no such link (links: %s)", name, contract.ErrUnsupported, strings.Join(names, ", "))
 	}
-	if name == "client-router" {
+	if name == contract.LinkClientRouter {
 		c.mu.Lock()
 		old := c.endpoint
 		c.endpoint = "http://" + via

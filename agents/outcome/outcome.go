@@ -86,6 +86,9 @@ type Outcome struct {
 	// Status and Message describe errors (Status 0: transport or protocol).
 	Status  int    `json:"status,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Failure is what reached the client of an error (empty in logs
+	// written before it, and where the client does not classify).
+	Failure Failure `json:"failure,omitempty"`
 
 	// Room is the router's X-PD-Bootstrap-Room, when HasRoom.
 	Room    uint64 `json:"room,omitempty"`
@@ -97,6 +100,26 @@ type Outcome struct {
 	Expected  string `json:"expected,omitempty"`
 	Got       string `json:"got,omitempty"`
 }
+
+// Failure is how an error reached the client: as an answer the router
+// meant (an error status with an OpenAI error body, an error event) or as
+// a broken one (a body or event that is not what the API promises, a
+// stream cut without [DONE], no answer at all).
+type Failure string
+
+// Failures.
+const (
+	FailureHTTP       Failure = "http"        // an error status with an OpenAI {"error":{...}} body
+	FailureErrorEvent Failure = "error-event" // a stream that ended with an error event, or a 200 error body
+	FailureBadBody    Failure = "bad-body"    // an error status whose body is not an OpenAI error
+	FailureBadEvent   Failure = "bad-event"   // an event or completion that does not decode
+	FailureTruncated  Failure = "truncated"   // a stream that ended without [DONE] or an error event
+	FailureTransport  Failure = "transport"   // no answer, or one cut by the connection (refused, reset, EOF)
+)
+
+// WellFormed reports whether the failure is an answer the API defines:
+// an error status with an error body, or an error event.
+func (f Failure) WellFormed() bool { return f == FailureHTTP || f == FailureErrorEvent }
 
 // CancelKind is the cancellation an agent draws for a request before sending it.
 type CancelKind string

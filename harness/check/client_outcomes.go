@@ -2,6 +2,8 @@ package check
 
 import (
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
@@ -19,9 +21,20 @@ func outcomeCounts(os []outcome.Outcome) map[string]int64 {
 	return ev
 }
 
-// checkClientOutcomes: no hung request; every error carries a status or message.
+// checkClientOutcomes: no hung request; every error carries a status or
+// message; and, where the router is pdchaos's own (the log records its
+// engine config), every error reached the client as an answer the API
+// defines (an error status with an OpenAI error body, or an error event),
+// not as a cut stream, a reset, or a body that is no error, unless a fault
+// on the client's link or on the router was active at the time. A router
+// that stays up always answers: its upstreams failing is what the error
+// body and event are for. An external router's broken answers are counted
+// (broken_answers), not judged: how a real gateway reports an upstream's
+// failure is its own.
 func checkClientOutcomes(v *View) CheckResult {
 	ev := outcomeCounts(v.Outcomes)
+	ev["broken_answers"], ev["broken_answers_faulted"] = 0, 0
+	ownRouter := v.Run.Engine != nil
 	var bad []string
 	for _, o := range v.Outcomes {
 		switch {
@@ -29,6 +42,16 @@ func checkClientOutcomes(v *View) CheckResult {
 			bad = append(bad, fmt.Sprintf("hung: agent %d turn %d room %d phase %s after %v", o.Agent, o.Turn, o.Room, o.Phase, o.End-o.Start))
 		case o.Kind == outcome.KindError && o.Status == 0 && o.Message == "":
 			bad = append(bad, fmt.Sprintf("malformed error: agent %d turn %d room %d", o.Agent, o.Turn, o.Room))
+		case o.Kind == outcome.KindError && o.Failure != "" && !o.Failure.WellFormed():
+			if v.clientPathFaultDuring(o.Start-DefaultFaultMargin, o.End+DefaultFaultMargin) {
+				ev["broken_answers_faulted"]++
+				continue
+			}
+			ev["broken_answers"]++
+			if ownRouter {
+				bad = append(bad, fmt.Sprintf("broken answer (%s) with no fault on the client's link or the router: %s %d turn %d room %d: %s",
+					o.Failure, o.Source, o.Agent, o.Turn, o.Room, o.Message))
+			}
 		}
 	}
 	switch {
@@ -39,5 +62,37 @@ func checkClientOutcomes(v *View) CheckResult {
 		r.Details = bad
 		return r
 	}
+	if n := ev["broken_answers"]; n > 0 {
+		return result(contract.CheckClientOutcomes, Pass, ev, "%d requests, none hung; %d errors reached the client as broken answers (cut, reset or not an error body), counted not judged on an external router", len(v.Outcomes), n)
+	}
 	return result(contract.CheckClientOutcomes, Pass, ev, "%d requests, none hung, errors well-formed", len(v.Outcomes))
+}
+
+// clientPathFaultDuring reports whether an applied fault on the
+// client-router link or on the router itself overlapped [from, to]: the
+// only faults that may cut a client's answer. A fault names its link or
+// role first in its parentheses (network, protocol and process faults
+// alike: "reset_peer(client-router,…)", "sigstop(router)").
+func (v *View) clientPathFaultDuring(from, to time.Duration) bool {
+	for _, f := range v.Faults {
+		if !f.Applied || f.Start > to || (f.End != 0 && f.End < from) {
+			continue
+		}
+		if t := faultTarget(f.Fault); t == contract.LinkClientRouter || t == contract.SideRouter {
+			return true
+		}
+	}
+	return false
+}
+
+// faultTarget is the link or role a fault name gives first in its
+// parentheses, "" when it gives none.
+func faultTarget(name string) string {
+	_, args, ok := strings.Cut(name, "(")
+	if !ok {
+		return ""
+	}
+	args = strings.TrimSuffix(args, ")")
+	t, _, _ := strings.Cut(args, ",")
+	return strings.TrimSpace(t)
 }
