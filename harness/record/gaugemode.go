@@ -113,21 +113,31 @@ func serverInfoMode(ctx context.Context, c *http.Client, metricsURLs []string) (
 
 // getServerInfo GETs base's server info as a JSON object.
 func getServerInfo(ctx context.Context, c *http.Client, base string) (map[string]any, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+contract.PathServerInfo, nil)
+	var info map[string]any
+	if err := getJSON(ctx, c, base+contract.PathServerInfo, 4<<20, "server info "+base, "server info", &info); err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// getJSON GETs url and decodes its 200 answer, read within limit bytes,
+// into v; errors start with what, and an answer past the limit is named
+// body.
+func getJSON(ctx context.Context, c *http.Client, url string, limit int64, what, body string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("server info %s: %w", base, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("server info %s: %w", base, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("server info %s: status %d", base, resp.StatusCode)
+		return fmt.Errorf("%s: status %d", what, resp.StatusCode)
 	}
-	var info map[string]any
-	if err := json.NewDecoder(capped(resp.Body, 4<<20, "server info")).Decode(&info); err != nil {
-		return nil, fmt.Errorf("server info %s: decode: %w", base, err)
+	if err := json.NewDecoder(capped(resp.Body, limit, body)).Decode(v); err != nil {
+		return fmt.Errorf("%s: decode: %w", what, err)
 	}
-	return info, nil
+	return nil
 }

@@ -2,7 +2,6 @@ package record
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -26,20 +25,8 @@ func LoadsURL(metricsURL string) string {
 func FetchLoads(ctx context.Context, c *http.Client, metricsURL string) (contract.LoadsResponse, error) {
 	var l contract.LoadsResponse
 	u := LoadsURL(metricsURL)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return l, fmt.Errorf("live loads %s: %w", u, err)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return l, fmt.Errorf("live loads %s: %w", u, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return l, fmt.Errorf("live loads %s: status %d", u, resp.StatusCode)
-	}
-	if err := json.NewDecoder(capped(resp.Body, MaxScrapeBytes, "/v1/loads answer")).Decode(&l); err != nil {
-		return l, fmt.Errorf("live loads %s: decode: %w", u, err)
+	if err := getJSON(ctx, c, u, MaxScrapeBytes, "live loads "+u, "/v1/loads answer", &l); err != nil {
+		return l, err
 	}
 	if _, ok := l.LiveGauges(); !ok {
 		return l, fmt.Errorf("live loads %s: no disaggregation section on every DP rank", u)
