@@ -37,6 +37,46 @@ const (
 	MetricPagesFree       = "pdchaos:decode_pages_free"
 	MetricPagesTotal      = "pdchaos:decode_pages_total"
 	MetricPagesOwnedTwice = "pdchaos:decode_pages_owned_twice"
+	// MetricTransferWorkersBusy counts a prefill rank's transfer workers
+	// holding a chunk: a slot (SlotGauges), back to 0 once idle. A worker
+	// never released after an aborted room's chunk shows up here.
+	MetricTransferWorkersBusy = "pdchaos:prefill_transfer_workers_busy"
+)
+
+// The engine's per-room tables, per side and TP rank (pdchaos only; the
+// one table of them is TableGauges, with what each must do).
+const (
+	// MetricTableStatus is a rank's room status entries (prefill and decode).
+	MetricTableStatus = "pdchaos:table_status_entries"
+	// MetricTableTombstones is a rank's abort tombstones: time-bounded
+	// (prefill forgets them after 4 x bootstrap timeout), so judged by
+	// MetricTombstonesOverdue, not by a baseline.
+	MetricTableTombstones = "pdchaos:table_tombstones"
+	// MetricTableInfos is a prefill rank's TransferInfos (decode's metadata).
+	MetricTableInfos = "pdchaos:table_transfer_infos"
+	// MetricTablePendingAck is a prefill rank's ABORT_ACKs waiting for a
+	// worker to let go of the room's chunk.
+	MetricTablePendingAck = "pdchaos:table_pending_acks"
+	// MetricTablePendingFail is a prefill rank's failure notices waiting
+	// for a worker to let go of the room's chunk.
+	MetricTablePendingFail = "pdchaos:table_pending_fail_notices"
+	// MetricTableRecords is a side's open room history records (held rooms,
+	// and note-only records of aborted rooms, which go with their
+	// tombstone): exported on tp_rank 0, time-bounded, not judged.
+	MetricTableRecords = "pdchaos:table_history_records"
+	// MetricTableOrphanRecords is a side's open history records that
+	// nothing will retire: no rank holds the room and no tombstone of it
+	// is left (tp_rank 0).
+	MetricTableOrphanRecords = "pdchaos:table_history_orphan_records"
+	// MetricTombstonesOverdue is a rank's tombstones older than their TTL
+	// at the table's last expiry sweep: the sweep should have forgotten
+	// them. Measured against the sweep, not the scrape, so a stalled
+	// scheduler (a fault) is not a leak.
+	MetricTombstonesOverdue = "pdchaos:table_tombstones_overdue"
+	// MetricInfosOverdue is a prefill rank's orphan TransferInfos (no
+	// request owns the room) older than the sweep age (the bootstrap
+	// timeout) at the last sweep.
+	MetricInfosOverdue = "pdchaos:table_transfer_infos_overdue"
 )
 
 // Label names the harness reads to combine series as SGLang exports them.
@@ -61,6 +101,27 @@ func MetricAliases() map[string]string {
 // PageGauges are the decode page accounting gauges (pdchaos only).
 func PageGauges() []string {
 	return []string{MetricPagesUsed, MetricPagesFree, MetricPagesTotal, MetricPagesOwnedTwice}
+}
+
+// TableGauges are the engine tables that are not time-bounded: after the
+// drain each must be back to its baseline (the scrape before load), per
+// rank, like a slot gauge (slots-released). pdchaos only: judged where
+// present, never needed, so SGLang, which has none, loses nothing.
+func TableGauges() []string {
+	return []string{MetricTableStatus, MetricTableInfos, MetricTablePendingAck, MetricTablePendingFail, MetricTableOrphanRecords}
+}
+
+// OverdueGauges count table entries their table's own expiry should have
+// removed: 0 in every scrape (slots-released). pdchaos only, judged where
+// present.
+func OverdueGauges() []string {
+	return []string{MetricTombstonesOverdue, MetricInfosOverdue}
+}
+
+// TimeBoundedGauges are tables that shrink on a timer, not when the load
+// stops: exported for the operator, judged through OverdueGauges.
+func TimeBoundedGauges() []string {
+	return []string{MetricTableTombstones, MetricTableRecords}
 }
 
 // NeededGauges are the SGLang gauge families slots-released needs from an
@@ -92,14 +153,15 @@ func QueueGauges() []string {
 var MetricLabels = []string{"model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank"}
 
 // SlotGauges are the gauges that must return to 0 once a PD deployment is
-// idle: every PD queue, running and waiting requests, and pages held for an
-// ACK. A wedge is one of these stuck above 0. KV usage is judged apart
+// idle: every PD queue, running and waiting requests, pages held for an
+// ACK, and prefill transfer workers holding a chunk (the last two pdchaos
+// only: judged where present). A wedge is one of these stuck above 0. KV usage is judged apart
 // (MetricTokenUsage): it must return to its baseline, which on a real
 // deployment need not be 0.
 func SlotGauges() []string {
 	return []string{MetricPrefillBootstrapQueue, MetricPrefillInflightQueue,
 		MetricDecodePreallocQueue, MetricDecodeTransferQueue, MetricRunning,
-		MetricQueue, MetricAwaitingAck}
+		MetricQueue, MetricAwaitingAck, MetricTransferWorkersBusy}
 }
 
 // ProgressCounters are counters whose movement means the engine is doing
@@ -111,7 +173,8 @@ func ProgressCounters() []string {
 
 // EngineGauges lists every gauge the bundled engine exports.
 func EngineGauges() []string {
-	return append(append(SlotGauges(), MetricTokenUsage, MetricBootstrapLoopAlive, MetricSchedulerHung), PageGauges()...)
+	out := append(append(SlotGauges(), MetricTokenUsage, MetricBootstrapLoopAlive, MetricSchedulerHung), PageGauges()...)
+	return append(append(append(out, TableGauges()...), OverdueGauges()...), TimeBoundedGauges()...)
 }
 
 // EngineCounters lists every counter the bundled engine exports.
