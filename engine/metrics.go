@@ -170,21 +170,9 @@ func (g *gaugeLog) samples() []rankSample {
 	return s
 }
 
-// putTables adds a rank's table gauges (contract.TableGauges,
-// OverdueGauges, TimeBoundedGauges and the busy transfer workers) to g.
-// The history is one per side: its two gauges go on rank 0 only, so a
-// sum over ranks counts each record once.
+// putTables adds a rank's table gauges (core.Tables.Gauges) to g.
 func putTables(g map[string]float64, rank int, t core.Tables) {
-	g[contract.MetricTransferWorkersBusy] = float64(t.WorkersBusy)
-	g[contract.MetricTableStatus] = float64(t.Status)
-	g[contract.MetricTableTombstones] = float64(t.Tombstones)
-	g[contract.MetricTableInfos] = float64(t.Infos)
-	g[contract.MetricTablePendingAck] = float64(t.PendingAck)
-	g[contract.MetricTablePendingFail] = float64(t.PendingFail)
-	g[contract.MetricTombstonesOverdue] = float64(t.TombstonesOverdue)
-	g[contract.MetricInfosOverdue] = float64(t.InfosOverdue)
-	if rank == 0 {
-		g[contract.MetricTableRecords] = float64(t.Records)
-		g[contract.MetricTableOrphanRecords] = float64(t.OrphanRecords)
+	for n, v := range t.Gauges(rank) {
+		g[n] = v
 	}
 }

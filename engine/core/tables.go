@@ -1,6 +1,10 @@
 package core
 
-import "time"
+import (
+	"time"
+
+	"github.com/pdchaos/pdchaos/contract"
+)
 
 // Tables is the size of one rank's per-room tables at a moment, for the
 // engine's pdchaos:table_* gauges (contract.TableGauges and friends): a
@@ -29,6 +33,29 @@ type Tables struct {
 	// of them nothing will retire: no rank holds the room's status and no
 	// tombstone of it is left. Side-wide: the same on every rank.
 	Records, OrphanRecords int
+}
+
+// Gauges returns the tables as rank's pdchaos:table_* gauges and
+// contract.MetricTransferWorkersBusy, the one mapping every runtime
+// exports (the live engine's collector, the simulator's scrape). The
+// history is one per side: its two gauges go on rank 0 only, so a sum over
+// ranks counts each record once.
+func (t Tables) Gauges(rank int) map[string]float64 {
+	g := map[string]float64{
+		contract.MetricTransferWorkersBusy: float64(t.WorkersBusy),
+		contract.MetricTableStatus:         float64(t.Status),
+		contract.MetricTableTombstones:     float64(t.Tombstones),
+		contract.MetricTableInfos:          float64(t.Infos),
+		contract.MetricTablePendingAck:     float64(t.PendingAck),
+		contract.MetricTablePendingFail:    float64(t.PendingFail),
+		contract.MetricTombstonesOverdue:   float64(t.TombstonesOverdue),
+		contract.MetricInfosOverdue:        float64(t.InfosOverdue),
+	}
+	if rank == 0 {
+		g[contract.MetricTableRecords] = float64(t.Records)
+		g[contract.MetricTableOrphanRecords] = float64(t.OrphanRecords)
+	}
+	return g
 }
 
 // Tables returns rank's table sizes.
