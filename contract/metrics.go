@@ -44,7 +44,7 @@ const (
 )
 
 // The engine's per-room tables, per side and TP rank (pdchaos only; the
-// one table of them is TableGauges, with what each must do).
+// one table of them, with each one's rule, is EngineTables).
 const (
 	// MetricTableStatus is a rank's room status entries (prefill and decode).
 	MetricTableStatus = "pdchaos:table_status_entries"
@@ -103,26 +103,67 @@ func PageGauges() []string {
 	return []string{MetricPagesUsed, MetricPagesFree, MetricPagesTotal, MetricPagesOwnedTwice}
 }
 
-// TableGauges are the engine tables that are not time-bounded: after the
-// drain each must be back to its baseline (the scrape before load), per
-// rank, like a slot gauge (slots-released). pdchaos only: judged where
-// present, never needed, so SGLang, which has none, loses nothing.
-func TableGauges() []string {
-	return []string{MetricTableStatus, MetricTableInfos, MetricTablePendingAck, MetricTablePendingFail, MetricTableOrphanRecords}
+// TableRule is how slots-released judges one of the engine's table gauges.
+type TableRule int
+
+// Table rules.
+const (
+	// TableBaseline: back to its baseline (the scrape before load) after
+	// the drain, per rank, like a slot gauge.
+	TableBaseline TableRule = iota
+	// TableNotOverdue: 0 in every scrape (entries the table's own expiry
+	// should have removed).
+	TableNotOverdue
+	// TableTimeBounded: shrinks on a timer, not when the load stops;
+	// exported for the operator and judged through an overdue gauge.
+	TableTimeBounded
+)
+
+// EngineTable is one gauge of the engine's per-room tables.
+type EngineTable struct {
+	Gauge string
+	Rule  TableRule
 }
+
+// EngineTables is the one table of the engine's table gauges and their
+// rules (pdchaos only: judged where present, never needed, so SGLang,
+// which has none, loses nothing). The busy transfer workers, a slot, are
+// in SlotGauges.
+func EngineTables() []EngineTable {
+	return []EngineTable{
+		{MetricTableStatus, TableBaseline},
+		{MetricTableInfos, TableBaseline},
+		{MetricTablePendingAck, TableBaseline},
+		{MetricTablePendingFail, TableBaseline},
+		{MetricTableOrphanRecords, TableBaseline},
+		{MetricTombstonesOverdue, TableNotOverdue},
+		{MetricInfosOverdue, TableNotOverdue},
+		{MetricTableTombstones, TableTimeBounded},
+		{MetricTableRecords, TableTimeBounded},
+	}
+}
+
+func tablesWith(rule TableRule) []string {
+	var out []string
+	for _, t := range EngineTables() {
+		if t.Rule == rule {
+			out = append(out, t.Gauge)
+		}
+	}
+	return out
+}
+
+// TableGauges are the engine tables that are not time-bounded: each back
+// to its baseline after the drain (TableBaseline).
+func TableGauges() []string { return tablesWith(TableBaseline) }
 
 // OverdueGauges count table entries their table's own expiry should have
-// removed: 0 in every scrape (slots-released). pdchaos only, judged where
-// present.
-func OverdueGauges() []string {
-	return []string{MetricTombstonesOverdue, MetricInfosOverdue}
-}
+// removed: 0 in every scrape (TableNotOverdue).
+func OverdueGauges() []string { return tablesWith(TableNotOverdue) }
 
-// TimeBoundedGauges are tables that shrink on a timer, not when the load
-// stops: exported for the operator, judged through OverdueGauges.
-func TimeBoundedGauges() []string {
-	return []string{MetricTableTombstones, MetricTableRecords}
-}
+// TimeBoundedGauges are the tables that shrink on a timer
+// (TableTimeBounded): exported, judged through OverdueGauges.
+func TimeBoundedGauges() []string { return tablesWith(TableTimeBounded) }
 
 // NeededGauges are the SGLang gauge families slots-released needs from an
 // engine of engineType ("prefill", "decode", anything else: all). Without
@@ -155,9 +196,9 @@ var MetricLabels = []string{"model_name", "engine_type", "tp_rank", "pp_rank", "
 // SlotGauges are the gauges that must return to 0 once a PD deployment is
 // idle: every PD queue, running and waiting requests, pages held for an
 // ACK, and prefill transfer workers holding a chunk (the last two pdchaos
-// only: judged where present). A wedge is one of these stuck above 0. KV usage is judged apart
-// (MetricTokenUsage): it must return to its baseline, which on a real
-// deployment need not be 0.
+// only: judged where present). A wedge is one of these stuck above 0. KV
+// usage is judged apart (MetricTokenUsage): it must return to its
+// baseline, which on a real deployment need not be 0.
 func SlotGauges() []string {
 	return []string{MetricPrefillBootstrapQueue, MetricPrefillInflightQueue,
 		MetricDecodePreallocQueue, MetricDecodeTransferQueue, MetricRunning,
@@ -174,7 +215,10 @@ func ProgressCounters() []string {
 // EngineGauges lists every gauge the bundled engine exports.
 func EngineGauges() []string {
 	out := append(append(SlotGauges(), MetricTokenUsage, MetricBootstrapLoopAlive, MetricSchedulerHung), PageGauges()...)
-	return append(append(append(out, TableGauges()...), OverdueGauges()...), TimeBoundedGauges()...)
+	for _, t := range EngineTables() {
+		out = append(out, t.Gauge)
+	}
+	return out
 }
 
 // EngineCounters lists every counter the bundled engine exports.
