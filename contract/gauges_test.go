@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -57,5 +58,41 @@ func TestLoadsLiveGauges(t *testing.T) {
 	}
 	if _, ok := (LoadsResponse{}).LiveGauges(); ok {
 		t.Error("no ranks read as ok")
+	}
+}
+
+// The engine's table gauges are pdchaos's own (never needed, so SGLang
+// loses nothing), each exported (EngineGauges) and documented in
+// docs/ARCHITECTURE.md's table of them, on the row that gives its rule.
+func TestEngineTablesDocumented(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := map[TableRule]string{TableBaseline: "back to", TableNotOverdue: "0 in every scrape", TableTimeBounded: "time-bounded"}
+	exported := map[string]bool{}
+	for _, g := range EngineGauges() {
+		exported[g] = true
+	}
+	needed := map[string]bool{}
+	for _, et := range []string{"prefill", "decode", ""} {
+		for _, g := range NeededGauges(et) {
+			needed[g] = true
+		}
+	}
+	for _, tb := range append(EngineTables(), EngineTable{MetricTransferWorkersBusy, TableBaseline}) {
+		if !strings.HasPrefix(tb.Gauge, "pdchaos:") || needed[tb.Gauge] || !exported[tb.Gauge] {
+			t.Errorf("%s: want a pdchaos: name, exported, never needed", tb.Gauge)
+		}
+		row := ""
+		for _, l := range strings.Split(string(doc), "\n") {
+			if strings.HasPrefix(l, "| ") && strings.Contains(l, "`"+tb.Gauge+"`") {
+				row = l
+			}
+		}
+		if !strings.Contains(row, rules[tb.Rule]) {
+			t.Errorf("%s: docs/ARCHITECTURE.md has no table row giving its rule %q (row %q)", tb.Gauge, rules[tb.Rule], row)
+		}
 	}
 }

@@ -83,6 +83,7 @@ func (d *Decode) samples() []rankSample {
 			contract.MetricMalformedControl: float64(d.core.Malformed), contract.MetricForeignWrites: float64(d.core.ForeignWrites), contract.MetricStrayChunks: float64(d.core.StrayChunks),
 			contract.MetricMalformedKV: float64(d.core.MalformedKV), contract.MetricRefusedPeers: float64(d.pulls[r].Refused()),
 		}})
+		putTables(out[len(out)-1].gauges, r, d.core.Tables(r))
 	}
 	return out
 }

@@ -256,6 +256,48 @@ func TestDecodeExportsPageAccounting(t *testing.T) {
 	}
 }
 
+// TestEnginesExportTables: both roles export every table gauge per TP rank
+// (the history's two on tp_rank 0 only), and after requests, one of them
+// cancelled mid-stream, every table that is not time-bounded is back to 0
+// and nothing is overdue.
+func TestEnginesExportTables(t *testing.T) {
+	c := testcluster.Start(t, contract.EngineConfig{TP: 2})
+	for i := range 3 {
+		if r := testkit.Chat(t.Context(), c.Endpoint(), prompt(i), 8); r.Err != nil {
+			t.Fatalf("request %d: %v", i, r.Err)
+		}
+	}
+	_ = streamThenCancel(t, c.Endpoint(), prompt(9), 200, 2)
+	testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
+	history := map[string]bool{contract.MetricTableRecords: true, contract.MetricTableOrphanRecords: true}
+	for _, u := range c.MetricsURLs() {
+		testkit.Eventually(t, 10*time.Second, func() error {
+			fams, err := testkit.Scrape(t.Context(), u)
+			if err != nil {
+				return err
+			}
+			for _, n := range append(append(append(contract.TableGauges(), contract.OverdueGauges()...), contract.TimeBoundedGauges()...), contract.MetricTransferWorkersBusy) {
+				f, ok := fams[n]
+				if !ok {
+					return fmt.Errorf("%s exports no %s", u, n)
+				}
+				if want := map[bool]int{true: 1, false: 2}[history[n]]; len(f.GetMetric()) != want {
+					return fmt.Errorf("%s: %s has %d series, want %d", u, n, len(f.GetMetric()), want)
+				}
+				if slices.Contains(contract.TimeBoundedGauges(), n) {
+					continue
+				}
+				for _, m := range f.GetMetric() {
+					if v := m.GetGauge().GetValue(); v != 0 {
+						return fmt.Errorf("%s: %s = %g after the drain", u, n, v)
+					}
+				}
+			}
+			return nil
+		})
+	}
+}
+
 func TestCloseReleasesEverything(t *testing.T) {
 	testkit.NoLeaks(t)
 	c, err := engine.StartCluster(t.Context(), contract.EngineConfig{TP: 2}, nil)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/engine/core"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -167,4 +168,11 @@ func (g *gaugeLog) samples() []rankSample {
 		}
 	}
 	return s
+}
+
+// putTables adds a rank's table gauges (core.Tables.Gauges) to g.
+func putTables(g map[string]float64, rank int, t core.Tables) {
+	for n, v := range t.Gauges(rank) {
+		g[n] = v
+	}
 }

@@ -74,6 +74,7 @@ func (p *Prefill) samples() []rankSample {
 			contract.MetricMalformedControl: float64(p.core.Malformed), contract.MetricForeignWrites: 0, contract.MetricStrayChunks: 0, contract.MetricMalformedKV: 0,
 			contract.MetricRefusedPeers: float64(p.pulls[r].Refused()),
 		}}
+		putTables(s.gauges, r, p.core.Tables(r))
 		out = append(out, s)
 	}
 	return out

@@ -297,6 +297,7 @@ func (s *run) scrape() {
 		}
 		put(&ps, r, map[string]float64{contract.MetricPrefillBootstrapQueue: float64(b), contract.MetricPrefillInflightQueue: float64(inflight),
 			contract.MetricQueue: float64(wq), contract.MetricRunning: 0, contract.MetricBootstrapLoopAlive: alive})
+		put(&ps, r, s.p.Tables(r).Gauges(r))
 	}
 	ps.Counters[contract.MetricBootstrapFailed] = float64(s.p.BootstrapFailed)
 	ps.Counters[contract.MetricTransferFailed] = float64(s.p.TransferFailed)
@@ -312,6 +313,7 @@ func (s *run) scrape() {
 			contract.MetricAwaitingAck: float64(l.AwaitingAck), contract.MetricSchedulerHung: hung,
 			contract.MetricPagesUsed: float64(l.Pages.Used), contract.MetricPagesFree: float64(l.Pages.Free),
 			contract.MetricPagesTotal: float64(l.Pages.Total), contract.MetricPagesOwnedTwice: float64(l.Pages.OwnedTwice)})
+		put(&ds, r, s.d.Tables(r).Gauges(r))
 	}
 	ds.Counters[contract.MetricTransferFailed] = float64(s.d.TransferFailed)
 	ds.Counters[contract.MetricForeignWrites] = float64(s.d.ForeignWrites)

@@ -63,6 +63,9 @@ type StatusTable struct {
 	side       string
 	rank       int
 	probes     *ProbeCounts
+	// expiredAt and ttl are the last ExpireTombstones (tables.go).
+	expiredAt time.Time
+	ttl       time.Duration
 }
 
 // hit counts a status-table probe: onPrefill when the table is prefill's,
@@ -193,6 +196,7 @@ func (t *StatusTable) Rooms() map[uint64]KVPoll { return t.status }
 
 // ExpireTombstones forgets aborts older than ttl.
 func (t *StatusTable) ExpireTombstones(now time.Time, ttl time.Duration) {
+	t.noteExpiry(now, ttl)
 	for r, at := range t.tombstones {
 		if now.Sub(at) > ttl {
 			t.hit(contract.ProbePrefillTombstoneExpired, contract.ProbeDecodeStatusUnexpected)

@@ -20,6 +20,11 @@ const exact = 1e-9
 // the URL: absent is not zero. Where the recorder read an engine's live
 // loads (Scrape.Logged set), its queues are judged by those, not by gauges
 // that may be stale; evidence live_loads_scrapes counts such scrapes.
+// The pdchaos engine's tables are judged where exported (SGLang has none,
+// and loses nothing): each of contract.TableGauges back to its baseline
+// after the drain like a slot gauge, and each of contract.OverdueGauges
+// (entries their table's own expiry should have removed) 0 in every
+// scrape.
 func checkSlotsReleased(v *View) CheckResult {
 	srcs := make([]string, 0, len(v.Scrapes))
 	for s := range v.Scrapes {
@@ -27,7 +32,8 @@ func checkSlotsReleased(v *View) CheckResult {
 	}
 	sort.Strings(srcs)
 	var bad, errs []string
-	ev := map[string]int64{"engines": 0, "gauges_checked": 0, "ranks_checked": 0, "scrapes": 0, "page_ranks_checked": 0, "live_loads_scrapes": 0}
+	ev := map[string]int64{"engines": 0, "gauges_checked": 0, "ranks_checked": 0, "scrapes": 0, "page_ranks_checked": 0, "live_loads_scrapes": 0,
+		"tables_checked": 0, "overdue_samples_checked": 0}
 	for _, src := range srcs {
 		ss := v.Scrapes[src]
 		ev["scrapes"] += int64(len(ss))
@@ -64,7 +70,17 @@ func checkSlotsReleased(v *View) CheckResult {
 			b, e := backToBaseline(g, src, first, last, ev)
 			bad, errs = append(bad, b...), append(errs, e...)
 		}
+		for _, g := range contract.TableGauges() {
+			if !last.Has(g) {
+				continue // pdchaos only: absent (SGLang) is not judged
+			}
+			errs = append(errs, belowZero(g, src, first, last)...)
+			ev["tables_checked"]++
+			b, e := backToBaseline(g, src, first, last, ev)
+			bad, errs = append(bad, b...), append(errs, e...)
+		}
 		bad = append(bad, pageAccounting(src, ss, ev)...)
+		bad = append(bad, overdue(src, ss, ev)...)
 	}
 	ev["slots_held"] = int64(len(bad))
 	ev["wedges"] = int64(len(v.Wedges))
@@ -87,6 +103,9 @@ func checkSlotsReleased(v *View) CheckResult {
 	how := ""
 	if ev["live_loads_scrapes"] > 0 {
 		how = ", queues read live from /v1/loads"
+	}
+	if ev["tables_checked"] > 0 {
+		how += fmt.Sprintf(", %d engine tables too", ev["tables_checked"])
 	}
 	return result(contract.CheckSlotsReleased, Pass, ev, "%d gauges on %d engines (%d rank series) back to their baseline%s",
 		ev["gauges_checked"], ev["engines"], ev["ranks_checked"], how)
@@ -191,6 +210,44 @@ func pageAccounting(src string, ss []Scrape, ev map[string]int64) []string {
 			seen[k] = true
 			bad = append(bad, fmt.Sprintf("pages on %s {%s}: %g owned twice, %g in use + %g free of %g",
 				src, k, twice, used, free, total))
+		}
+	}
+	return bad
+}
+
+// overdue reads every scrape's overdue-entry gauges (contract.OverdueGauges):
+// each must be 0, since the table's own expiry should have removed those
+// entries ("never expires" shows here long before the table has grown).
+// It reports the first violation of each gauge and rank, with its value.
+func overdue(src string, ss []Scrape, ev map[string]int64) []string {
+	var bad []string
+	seen := map[string]bool{}
+	for i, s := range ss {
+		if s.Err != "" {
+			continue
+		}
+		for _, g := range contract.OverdueGauges() {
+			keys := make([]string, 0, len(s.Ranks[g]))
+			for k := range s.Ranks[g] {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			if len(keys) == 0 && s.Has(g) {
+				keys = append(keys, "") // a log with sums only
+			}
+			for _, k := range keys {
+				v, ok := s.Ranks[g][k]
+				if !ok {
+					v = s.Gauges[g]
+				}
+				ev["overdue_samples_checked"]++
+				if v == 0 || seen[g+k] {
+					continue
+				}
+				seen[g+k] = true
+				bad = append(bad, fmt.Sprintf("%s{%s}=%g on %s in scrape %d of %d: entries past their table's expiry",
+					g, k, v, src, i+1, len(ss)))
+			}
 		}
 	}
 	return bad

@@ -57,7 +57,8 @@ func TestDoctorBundledClusterEverythingApplies(t *testing.T) {
 		t.Fatalf("exit %d, problems %q", r.ExitCode(), r.Problems())
 	}
 	for _, want := range []string{"health router: /readiness 200", "/health_generate 200", "version ", "fault layer protocol: applies",
-		"gauges live (", "pdchaos_gauges=live): judged as scraped"} {
+		"gauges live (", "pdchaos_gauges=live): judged as scraped",
+		fmt.Sprintf("all %d pdchaos engine table gauges: slots-released judges them", len(contract.TableGauges())+len(contract.OverdueGauges())+1)} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -233,6 +234,9 @@ func TestDoctorCraftedSGLang(t *testing.T) {
 			}
 			if line := strings.ReplaceAll(tc.line, "%P", p); line != "" && !strings.Contains(out, line) {
 				t.Errorf("report lacks %q", tc.line)
+			}
+			if !strings.Contains(out, "no pdchaos engine table gauges (pdchaos:table_*, as on SGLang): not judged, not needed") {
+				t.Errorf("report does not say the table gauges are absent and not judged")
 			}
 			if !strings.Contains(out, "version "+p+": 0.5.4") {
 				t.Error("report lacks the SGLang version")

@@ -117,6 +117,7 @@ func scrapeFindings(ctx context.Context, r *Report, c *http.Client, url, mode st
 		}
 	}
 	r.add(Info, "metrics %s: %s engine, %d families (%d sglang:): %s", url, orUnknown(engineType), len(names), len(sg), strings.Join(sg, " "))
+	r.add(Info, "metrics %s: %s", url, tableFindings(fams))
 	ok := true
 	for _, need := range contract.NeededGauges(engineType) {
 		if _, has := fams[need]; has {
@@ -138,4 +139,24 @@ func scrapeFindings(ctx context.Context, r *Report, c *http.Client, url, mode st
 		ok = false
 	}
 	return ok
+}
+
+// tableFindings says which of the pdchaos engine's table gauges an engine
+// exports: slots-released judges those it finds and skips the rest, so an
+// engine without them (SGLang) loses nothing, and doctor says so.
+func tableFindings[V any](fams map[string]V) string {
+	all := append(append([]string{contract.MetricTransferWorkersBusy}, contract.TableGauges()...), contract.OverdueGauges()...)
+	var have []string
+	for _, n := range all {
+		if _, ok := fams[n]; ok {
+			have = append(have, n)
+		}
+	}
+	switch len(have) {
+	case 0:
+		return "no pdchaos engine table gauges (pdchaos:table_*, as on SGLang): not judged, not needed"
+	case len(all):
+		return fmt.Sprintf("all %d pdchaos engine table gauges: slots-released judges them (tables back to baseline, nothing overdue)", len(all))
+	}
+	return fmt.Sprintf("%d of %d pdchaos engine table gauges (%s): slots-released judges those, the absent ones are not judged", len(have), len(all), strings.Join(have, " "))
 }

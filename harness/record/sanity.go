@@ -15,10 +15,11 @@ import (
 )
 
 // judged are the families whose values a check or the watchdog judges:
-// slot and page gauges, KV usage, waiting queues and progress counters.
+// slot, page and table gauges, KV usage, waiting queues and progress
+// counters.
 func judged() map[string]bool {
 	out := map[string]bool{contract.MetricTokenUsage: true}
-	for _, l := range [][]string{contract.SlotGauges(), contract.PageGauges(), contract.QueueGauges(), contract.ProgressCounters()} {
+	for _, l := range [][]string{contract.SlotGauges(), contract.PageGauges(), contract.TableGauges(), contract.OverdueGauges(), contract.QueueGauges(), contract.ProgressCounters()} {
 		for _, n := range l {
 			out[n] = true
 		}
