@@ -27,6 +27,14 @@ type EngineConfig struct {
 	// completion notice (aux) waits for all of them. Default 1: one write
 	// at a time, in chunk order. At most MaxKVPostedWrites.
 	KVPostedWrites int `yaml:"kv_posted_writes" json:"kv_posted_writes"`
+	// KVWriteLatency is how long a posted KV write is on the wire, from
+	// the transfer worker's last look at the room to the completion it
+	// gets back: a real model's KV for a chunk is megabytes, so an RDMA
+	// write is in flight for milliseconds and an abort can overtake it
+	// (the windows free-before-ack, status-resurrection and
+	// unknown-room-waiting race in). The bytes land on decode half-way
+	// through. Default 0: at once.
+	KVWriteLatency time.Duration `yaml:"kv_write_latency" json:"kv_write_latency"`
 	// Pages is the decode KV pool per rank; default 16384.
 	Pages int `yaml:"pages" json:"pages"`
 	// MaxNewTokens is used when a request does not say; default 16.
@@ -105,7 +113,7 @@ func (c EngineConfig) Resolve() (EngineConfig, Regressions, error) {
 		key string
 		v   time.Duration
 	}{{"bootstrap_timeout", c.BootstrapTimeout}, {"inflight_timeout", c.InflightTimeout}, {"waiting_timeout", c.WaitingTimeout},
-		{"ack_timeout", c.AckTimeout}, {"heartbeat_interval", c.HeartbeatInterval}, {"check_interval", c.CheckInterval},
+		{"ack_timeout", c.AckTimeout}, {"kv_write_latency", c.KVWriteLatency}, {"heartbeat_interval", c.HeartbeatInterval}, {"check_interval", c.CheckInterval},
 		{"idle_metrics_interval", c.IdleMetricsInterval}} {
 		if f.v < 0 {
 			return c, nil, fmt.Errorf("%s: %v must not be negative (0 takes the default)", f.key, f.v)

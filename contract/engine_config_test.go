@@ -3,6 +3,7 @@ package contract
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // The wire dialect defaults to NIXL and a bad one is refused naming the
@@ -37,5 +38,17 @@ func TestConfigPostedWrites(t *testing.T) {
 	}
 	if c, _, err := (EngineConfig{KVPostedWrites: 4}).Resolve(); err != nil || c.KVPostedWrites != 4 {
 		t.Fatalf("kv_posted_writes 4: %d, %v", c.KVPostedWrites, err)
+	}
+}
+
+// kv_write_latency defaults to writes that land at once and must not be
+// negative.
+func TestConfigWriteLatency(t *testing.T) {
+	t.Parallel()
+	if c, _, err := (EngineConfig{}).Resolve(); err != nil || c.KVWriteLatency != 0 {
+		t.Fatalf("default kv_write_latency %v (%v), want 0", c.KVWriteLatency, err)
+	}
+	if _, _, err := (EngineConfig{KVWriteLatency: -time.Millisecond}).Resolve(); err == nil || !strings.Contains(err.Error(), "kv_write_latency") {
+		t.Fatalf("kv_write_latency -1ms: %v, want an error naming the field", err)
 	}
 }

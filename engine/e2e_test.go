@@ -357,3 +357,26 @@ func TestDecodeHeartbeatFailsRoomsOfADeadPrefill(t *testing.T) {
 		t.Fatal("client still waiting after decode failed the room")
 	}
 }
+
+// With kv_write_latency every KV write is on the wire that long: answers
+// stay exact, a request takes at least that long, and everything drains.
+func TestKVWriteLatencyKeepsAnswersExact(t *testing.T) {
+	testkit.NoLeaks(t)
+	const lat = 30 * time.Millisecond
+	c := testcluster.Start(t, contract.EngineConfig{KVWriteLatency: lat})
+	for i := range 4 {
+		msgs := prompt(i)
+		start := time.Now()
+		r := testkit.Chat(t.Context(), c.Endpoint(), msgs, 4)
+		if r.Err != nil {
+			t.Fatalf("request %d: %v", i, r.Err)
+		}
+		if want := model.ExpectedChat(msgs, 4); r.Text != want {
+			t.Fatalf("request %d: got %q want %q", i, r.Text, want)
+		}
+		if d := time.Since(start); d < lat {
+			t.Errorf("request %d took %v, less than one write's %v on the wire", i, d, lat)
+		}
+	}
+	testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
+}

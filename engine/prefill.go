@@ -342,7 +342,16 @@ func (p *Prefill) workerLoop(rank, w int) {
 			if p.writeGates[rank][w].Wait(p.ctx) != nil {
 				return
 			}
+			// The write is posted: its bytes land half-way through its
+			// time on the wire whatever happens to the room meanwhile,
+			// and its completion comes back at the end.
+			if !p.onWire(p.cfg.KVWriteLatency / 2) {
+				return
+			}
 			err = p.sendChunks(conns, batch)
+			if !p.onWire(p.cfg.KVWriteLatency - p.cfg.KVWriteLatency/2) {
+				return
+			}
 		}
 		p.mu.Lock()
 		p.core.WorkerEnd(time.Now(), rank, w, err)
@@ -350,6 +359,22 @@ func (p *Prefill) workerLoop(rank, w int) {
 		p.mu.Unlock()
 		p.sendOut(out)
 		p.kick(p.wake)
+	}
+}
+
+// onWire waits d of a posted write's time on the wire (EngineConfig.
+// KVWriteLatency); false when the role is closing.
+func (p *Prefill) onWire(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-p.ctx.Done():
+		return false
 	}
 }
 

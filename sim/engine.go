@@ -209,6 +209,12 @@ func (s *run) workerStep(wk *worker) {
 			return
 		}
 		wk.state = wWriting
+		if d := s.cfg.KVWriteLatency / 2; d > 0 {
+			// Posted: the bytes land half-way through the write's time
+			// on the wire (EngineConfig.KVWriteLatency), as live.
+			s.after(d, wk.name, func() { s.sendChunk(wk) })
+			return
+		}
 		s.sendChunk(wk)
 	}
 }
@@ -267,7 +273,13 @@ func (s *run) landChunk(wk *worker, name string, end func(error)) {
 		err = errors.New("decode reports the room inactive")
 	}
 	s.kick(&s.dSched)
-	s.put(s.link(name+"<"), &msg{kind: "kv-reply", room: c.Room, deliver: func() { end(err) }}, 0, true)
+	s.put(s.link(name+"<"), &msg{kind: "kv-reply", room: c.Room, deliver: func() {
+		if rest := s.cfg.KVWriteLatency - s.cfg.KVWriteLatency/2; rest > 0 {
+			s.after(rest, name, func() { end(err) }) // the completion comes back at the end
+			return
+		}
+		end(err)
+	}}, 0, true)
 }
 
 // --- decode ---

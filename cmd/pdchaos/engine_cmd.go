@@ -81,6 +81,7 @@ must run with the same.`,
 	fl.IntVar(&f.cfg.TP, "tp", 1, "tensor-parallel ranks on each side")
 	fl.IntVar(&f.cfg.TransferWorkers, "transfer-workers", 4, "transfer workers per prefill rank")
 	fl.IntVar(&f.cfg.KVPostedWrites, "kv-posted-writes", 1, "KV writes of one room a transfer worker keeps outstanding, each on its own connection")
+	fl.DurationVar(&f.cfg.KVWriteLatency, "kv-write-latency", 0, "how long a posted KV write is on the wire: its bytes land on decode half-way, its completion comes back at the end (0: at once)")
 	fl.IntVar(&f.cfg.MaxNewTokens, "max-new-tokens", 16, "tokens generated when a request does not say")
 	fl.IntVar(&f.cfg.Pages, "pages", 16384, "decode KV pages per rank")
 	fl.Float64Var(&f.cfg.PrefillTokensPerSec, "prefill-tokens-per-sec", 0, "prefill speed (0: as fast as possible)")

@@ -296,7 +296,14 @@ func (p *Prefill) WorkerEnd(now time.Time, rank, w int, err error) {
 			// NIXL's failure path cleared the room's state; the Failed
 			// write that follows is a no-op on an absent room.
 			delete(r.infos, c.Room)
-			r.status.Clear(now, c.Room, "transfer failure cleared state")
+			if _, owned := p.byRoom[c.Room]; owned {
+				// Its sender still polls the room, and an absent room
+				// reads WaitingForInput: the room is held as that, not
+				// cleared, for as long as the request sits inflight.
+				r.status.Drop(now, c.Room, "transfer failure cleared state; its sender still polls it")
+			} else {
+				r.status.Clear(now, c.Room, "transfer failure cleared state")
+			}
 		}
 		r.status.Update(now, c.Room, Failed, WriterWorker, "transfer error")
 	case c.Last:

@@ -184,6 +184,20 @@ func (t *StatusTable) Clear(now time.Time, room uint64, why string) {
 	}
 }
 
+// Drop removes a room from the dict while something still polls it
+// (unknown-room-waiting): the history keeps the room held in the state an
+// absent room reads, WaitingForInput, instead of recording a clear.
+func (t *StatusTable) Drop(now time.Time, room uint64, why string) {
+	if s, ok := t.status[room]; ok {
+		delete(t.status, room)
+		reads := Failed
+		if t.reg.On(contract.UnknownRoomWaiting) {
+			reads = WaitingForInput
+		}
+		t.hist.Add(now, room, t.side, t.rank, "status", reads, why+" (was "+s.String()+")")
+	}
+}
+
 // Tombstone records that room was aborted, so later creators see Failed.
 func (t *StatusTable) Tombstone(now time.Time, room uint64) {
 	if !t.reg.On(contract.AbortBeforeStatus) {

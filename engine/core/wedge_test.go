@@ -160,6 +160,11 @@ func wedgeCases() []wedgeCase {
 				if s := r.p.poll(31); s != WaitingForInput {
 					t.Errorf("absent room polls %s, want WaitingForInput", s)
 				}
+				// The room its sender still polls is held, as what it reads,
+				// so rooms-terminal sees the wedge and not only the gauge.
+				if held, _ := heldRooms(r.ph); len(held) != 1 || held[0].Room != 31 || held[0].State != contract.StateWaitingForInput {
+					t.Errorf("prefill held rooms %+v, want room 31 held WaitingForInput", held)
+				}
 			}},
 		{name: "bootstrap-thread-death", reg: contract.BootstrapThreadDeath, script: scriptUnguardedAbort,
 			wedge: func(t *testing.T, r *rig) {

@@ -119,6 +119,9 @@ func engineArgs(cfg contract.EngineConfig) []string {
 	if cfg.KVPostedWrites > 0 {
 		add("kv-posted-writes", strconv.Itoa(cfg.KVPostedWrites))
 	}
+	if cfg.KVWriteLatency > 0 {
+		add("kv-write-latency", cfg.KVWriteLatency.String())
+	}
 	if cfg.MaxNewTokens > 0 {
 		add("max-new-tokens", strconv.Itoa(cfg.MaxNewTokens))
 	}

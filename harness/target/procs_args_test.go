@@ -3,6 +3,7 @@ package target
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
 )
@@ -27,6 +28,14 @@ func TestEngineArgsCarryPostedWrites(t *testing.T) {
 	t.Parallel()
 	if a := engineArgs(contract.EngineConfig{KVPostedWrites: 4}); !slices.Contains(a, "--kv-posted-writes=4") {
 		t.Errorf("engine args %v lack --kv-posted-writes=4", a)
+	}
+}
+
+// kv_write_latency reaches prefill's process too.
+func TestEngineArgsCarryWriteLatency(t *testing.T) {
+	t.Parallel()
+	if a := engineArgs(contract.EngineConfig{KVWriteLatency: 20 * time.Millisecond}); !slices.Contains(a, "--kv-write-latency=20ms") {
+		t.Errorf("engine args %v lack --kv-write-latency=20ms", a)
 	}
 }
 
