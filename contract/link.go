@@ -76,3 +76,8 @@ type Processes interface {
 // the run that started it: "pdchaos-<harness pid>-<n>". `pdchaos faults
 // reset --leftovers` finds processes whose harness is gone by it.
 const RunLabelFlag = "run-label"
+
+// EngineConfigFlag is the `pdchaos engine` flag that carries a whole
+// EngineConfig as JSON: how the harness starts role processes, so no
+// setting of a scenario is lost on the way.
+const EngineConfigFlag = "engine-config"

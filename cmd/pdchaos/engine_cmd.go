@@ -8,16 +8,19 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 type engineFlags struct {
 	runLabel    string // only marks the process; see contract.RunLabelFlag
+	configJSON  string // contract.EngineConfigFlag
 	cfg         contract.EngineConfig
 	role        string
 	regressions []string
@@ -61,10 +64,18 @@ must run with the same.`,
 				printProfiles(cmd.OutOrStdout())
 				return nil
 			}
+			if err := applyEngineConfig(cmd.Flags(), &f); err != nil {
+				return &exitError{exitHarness, err}
+			}
 			return runEngine(cmd.Context(), cmd.OutOrStdout(), f)
 		},
 	}
-	fl := cmd.Flags()
+	addEngineFlags(cmd.Flags(), &f)
+	return cmd
+}
+
+// addEngineFlags registers `pdchaos engine`'s flags on fl, into f.
+func addEngineFlags(fl *pflag.FlagSet, f *engineFlags) {
 	fl.StringVar(&f.role, "role", "", "role to run: router, prefill or decode (empty: all in one process)")
 	fl.StringArrayVar(&f.regressions, "regression", nil, "switch on a known regression by name (repeatable; 'list' prints them)")
 	fl.StringVar(&f.profile, "profile", "", "switch on an upstream build's default-build races and its wire as one set ("+
@@ -102,8 +113,45 @@ must run with the same.`,
 	fl.StringVar(&f.prefillBoot, "prefill-bootstrap", "", "router: prefill bootstrap host:port")
 	fl.StringVar(&f.decodeHTTP, "decode-http", "", "router: decode HTTP host:port")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log engine events to stderr")
+	fl.StringVar(&f.configJSON, contract.EngineConfigFlag, "", "the whole engine config as JSON (a scenario's engine: section, durations in nanoseconds); unknown keys refused; not with the per-setting flags (the harness starts role processes with it)")
 	fl.StringVar(&f.runLabel, contract.RunLabelFlag, "", "the run that started this role (set by the harness; 'pdchaos faults reset --leftovers' finds roles by it)")
-	return cmd
+}
+
+// notConfigFlags are engine flags that are not engine settings: where a
+// role listens, its peers, logging, marking. They may go with --engine-config.
+var notConfigFlags = []string{"role", "listen", "bootstrap-listen", "control-listen", "notify-listen", "kv-listen",
+	"prefill-http", "prefill-bootstrap", "decode-http", "verbose", "allow-remote", contract.RunLabelFlag, contract.EngineConfigFlag}
+
+// applyEngineConfig puts --engine-config's config in f. A per-setting
+// flag given with it is refused by name rather than merged: which of the
+// two would win is a guess the user should not have to make.
+func applyEngineConfig(fl *pflag.FlagSet, f *engineFlags) error {
+	if f.configJSON == "" {
+		return nil
+	}
+	var clash []string
+	fl.Visit(func(g *pflag.Flag) {
+		if !slices.Contains(notConfigFlags, g.Name) {
+			clash = append(clash, "--"+g.Name)
+		}
+	})
+	if len(clash) > 0 {
+		return fmt.Errorf("--%s and %s: give the settings one way, not both", contract.EngineConfigFlag, strings.Join(clash, ", "))
+	}
+	dec := json.NewDecoder(strings.NewReader(f.configJSON))
+	dec.DisallowUnknownFields()
+	var cfg contract.EngineConfig
+	if err := dec.Decode(&cfg); err != nil {
+		return fmt.Errorf("--%s: %w", contract.EngineConfigFlag, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("--%s: more than one JSON value", contract.EngineConfigFlag)
+	}
+	if _, _, err := cfg.Resolve(); err != nil {
+		return fmt.Errorf("--%s: %w", contract.EngineConfigFlag, err)
+	}
+	f.cfg, f.regressions, f.profile = cfg, cfg.Regressions, cfg.Profile
+	return nil
 }
 
 // checkLoopback refuses non-loopback addresses unless allowed: pdchaos

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -106,61 +105,16 @@ func StartProcsWith(ctx context.Context, bin string, cfg contract.EngineConfig, 
 	return t, nil
 }
 
-// engineArgs turns cfg into `pdchaos engine` flags.
+// engineArgs turns cfg into `pdchaos engine` flags: the whole config as
+// one JSON flag (contract.EngineConfigFlag), so every setting a scenario
+// gives reaches the role processes, including any added later (a flag per
+// setting dropped chunk_pages, page_size and heartbeat_interval).
 func engineArgs(cfg contract.EngineConfig) []string {
-	a := []string{"engine"}
-	add := func(k, v string) { a = append(a, "--"+k+"="+v) }
-	if cfg.TP > 0 {
-		add("tp", strconv.Itoa(cfg.TP))
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		panic(fmt.Sprintf("engine config does not marshal: %v", err)) // plain data: cannot happen
 	}
-	if cfg.TransferWorkers > 0 {
-		add("transfer-workers", strconv.Itoa(cfg.TransferWorkers))
-	}
-	if cfg.KVPostedWrites > 0 {
-		add("kv-posted-writes", strconv.Itoa(cfg.KVPostedWrites))
-	}
-	if cfg.KVWriteLatency > 0 {
-		add("kv-write-latency", cfg.KVWriteLatency.String())
-	}
-	if cfg.MaxNewTokens > 0 {
-		add("max-new-tokens", strconv.Itoa(cfg.MaxNewTokens))
-	}
-	if cfg.Pages > 0 {
-		add("pages", strconv.Itoa(cfg.Pages))
-	}
-	add("prefill-tokens-per-sec", strconv.FormatFloat(cfg.PrefillTokensPerSec, 'g', -1, 64))
-	add("decode-tokens-per-sec", strconv.FormatFloat(cfg.DecodeTokensPerSec, 'g', -1, 64))
-	for k, d := range map[string]time.Duration{"bootstrap-timeout": cfg.BootstrapTimeout,
-		"inflight-timeout": cfg.InflightTimeout, "waiting-timeout": cfg.WaitingTimeout, "ack-timeout": cfg.AckTimeout} {
-		if d > 0 {
-			add(k, d.String())
-		}
-	}
-	if cfg.Seed != 0 {
-		add("seed", strconv.FormatUint(cfg.Seed, 10))
-	}
-	for _, r := range cfg.Regressions {
-		add("regression", r)
-	}
-	if cfg.Wire != "" {
-		add("wire", string(cfg.Wire)) // every role: both sides speak one dialect
-	}
-	if cfg.Profile != "" {
-		add("profile", cfg.Profile) // idempotent over the regressions and wire above
-	}
-	if cfg.Gauges != "" {
-		add("gauges", string(cfg.Gauges))
-	}
-	if cfg.DecodeLogInterval > 0 {
-		add("decode-log-interval", strconv.Itoa(cfg.DecodeLogInterval))
-	}
-	if cfg.IdleMetricsInterval > 0 {
-		add("idle-metrics-interval", cfg.IdleMetricsInterval.String())
-	}
-	if cfg.NoLoads {
-		add("no-loads", "true")
-	}
-	return a
+	return []string{"engine", "--" + contract.EngineConfigFlag + "=" + string(b)}
 }
 
 // roleArgs are the address flags of a role; on restart they pin the

@@ -1,49 +1,34 @@
 package target
 
 import (
-	"slices"
+	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
-// Every role process gets the scenario's wire dialect, so both sides speak
-// the same one; the default passes no flag.
-func TestEngineArgsCarryWire(t *testing.T) {
+// Every setting of the scenario's engine config reaches the role
+// processes: engineArgs carries the whole config, and it decodes back to
+// the same one. (Carried a flag per setting, chunk_pages, page_size and
+// heartbeat_interval were dropped under target procs.)
+func TestEngineArgsCarryTheWholeConfig(t *testing.T) {
 	t.Parallel()
-	if a := engineArgs(contract.EngineConfig{Wire: contract.WireMooncake}); !slices.Contains(a, "--wire=mooncake") {
-		t.Errorf("engine args %v lack --wire=mooncake", a)
+	cfg := testkit.FilledEngineConfig()
+	if zero := testkit.ZeroFields(cfg); len(zero) > 1 || (len(zero) == 1 && zero[0] != "Profile") {
+		t.Fatalf("the filled config leaves %v at zero: fill them in testkit.FilledEngineConfig", zero)
 	}
-	for _, a := range engineArgs(contract.EngineConfig{}) {
-		if len(a) > 6 && a[:6] == "--wire" {
-			t.Errorf("default config passes %s", a)
-		}
+	args := engineArgs(cfg)
+	if len(args) != 2 || args[0] != "engine" || !strings.HasPrefix(args[1], "--"+contract.EngineConfigFlag+"=") {
+		t.Fatalf("engine args %q: want engine --%s=JSON", args, contract.EngineConfigFlag)
 	}
-}
-
-// kv_posted_writes reaches prefill's process, or the scenario's setting
-// would be silently ignored under target procs.
-func TestEngineArgsCarryPostedWrites(t *testing.T) {
-	t.Parallel()
-	if a := engineArgs(contract.EngineConfig{KVPostedWrites: 4}); !slices.Contains(a, "--kv-posted-writes=4") {
-		t.Errorf("engine args %v lack --kv-posted-writes=4", a)
+	var back contract.EngineConfig
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(args[1], "--"+contract.EngineConfigFlag+"=")), &back); err != nil {
+		t.Fatal(err)
 	}
-}
-
-// kv_write_latency reaches prefill's process too.
-func TestEngineArgsCarryWriteLatency(t *testing.T) {
-	t.Parallel()
-	if a := engineArgs(contract.EngineConfig{KVWriteLatency: 20 * time.Millisecond}); !slices.Contains(a, "--kv-write-latency=20ms") {
-		t.Errorf("engine args %v lack --kv-write-latency=20ms", a)
-	}
-}
-
-// A profile reaches every role process, so a role started from a config
-// that only names the profile runs its regressions and wire too.
-func TestEngineArgsCarryProfile(t *testing.T) {
-	t.Parallel()
-	if a := engineArgs(contract.EngineConfig{Profile: contract.ProfileSGLangNIXL}); !slices.Contains(a, "--profile=sglang-nixl") {
-		t.Errorf("engine args %v lack --profile=sglang-nixl", a)
+	if !reflect.DeepEqual(back, cfg) {
+		t.Errorf("carried config\n%+v\nwant\n%+v", back, cfg)
 	}
 }
