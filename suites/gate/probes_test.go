@@ -56,7 +56,6 @@ func unreachableInGate() map[string]string {
 		"router/bad-event":               "decode always streams JSON events",
 		"router/upstream-error":          someSeeds + ": decode must fail a room after its stream started",
 		"prefill/inflight-timeout":       someSeeds + ": workers must stall past the inflight timeout with decode still waiting",
-		"prefill/late-write-reinserts":   someSeeds + " (status-resurrection): a worker's write must land after prefill cleared the room",
 		"decode/abort-after-finish":      someSeeds + ": an abort must arrive in the step window in which its request finished",
 		"decode/aux-inactive-room":       someSeeds + ": decode must abort between a room's last chunk and its completion notice",
 		"decode/kv-changed":              someSeeds + " (free-before-ack): the late write must land under a request already decoding",
