@@ -88,6 +88,7 @@ type DecodeReq struct {
 	flipped   bool // decode-abort-leak: receiver flipped, queues untouched
 	committed bool // transfer done, decoding
 	seed      uint64
+	read      seedRead // last readSeed, reused while the pages are unwritten
 	generated int
 }
 

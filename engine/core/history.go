@@ -164,16 +164,33 @@ func (h *History) retire(r *contract.RoomRecord) {
 // rooms. A record with only notes (an ABORT for a room this side never
 // created) is not held by any rank and is left out until it gets a status.
 func (h *History) Snapshot() (held, cleared []contract.RoomRecord) {
+	held = h.Held()
+	for _, r := range h.cleared {
+		cleared = append(cleared, copyRecord(r))
+	}
+	return held, cleared
+}
+
+// Held is Snapshot's held rooms alone, for a caller that would throw the
+// cleared copies away (the simulator's periodic rooms snapshot).
+func (h *History) Held() (held []contract.RoomRecord) {
 	for _, r := range h.rooms {
 		if len(r.Ranks) > 0 {
 			held = append(held, copyRecord(r))
 		}
 	}
 	sort.Slice(held, func(i, j int) bool { return held[i].Created.Before(held[j].Created) })
-	for _, r := range h.cleared {
-		cleared = append(cleared, copyRecord(r))
+	return held
+}
+
+// Counts is len of Snapshot's two lists, copying nothing.
+func (h *History) Counts() (held, cleared int) {
+	for _, r := range h.rooms {
+		if len(r.Ranks) > 0 {
+			held++
+		}
 	}
-	return held, cleared
+	return held, len(h.cleared)
 }
 
 func copyRecord(r *contract.RoomRecord) contract.RoomRecord {

@@ -1,6 +1,10 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/pdchaos/pdchaos/engine/model"
+)
 
 // PagePool is one decode rank's KV memory: fixed-size pages, a LIFO free
 // list (so a freed page is the next one reused, which is what turns an early
@@ -11,6 +15,7 @@ type PagePool struct {
 	free      []uint32
 	owner     []uint64 // room holding each page; 0 when free
 	refs      []int    // allocations holding each page: more than 1 is a page owned twice
+	writes    []uint64 // writes each page took: a reader's unchanged sum means unchanged bytes
 }
 
 // PageAccounting is a pool's bookkeeping as the metrics export it. A sound
@@ -26,7 +31,7 @@ type PageAccounting struct {
 
 // NewPagePool returns n pages of pageBytes each, all free.
 func NewPagePool(n, pageBytes int) *PagePool {
-	p := &PagePool{pageBytes: pageBytes, data: make([][]byte, n), owner: make([]uint64, n), refs: make([]int, n)}
+	p := &PagePool{pageBytes: pageBytes, data: make([][]byte, n), owner: make([]uint64, n), refs: make([]int, n), writes: make([]uint64, n)}
 	for i := n - 1; i >= 0; i-- {
 		p.free = append(p.free, uint32(i))
 	}
@@ -97,6 +102,7 @@ func (p *PagePool) Write(page uint32, off int, b []byte) error {
 		p.data[page] = make([]byte, p.pageBytes)
 	}
 	copy(p.data[page][off:], b)
+	p.writes[page]++
 	return nil
 }
 
@@ -107,6 +113,27 @@ func (p *PagePool) Read(page uint32, off, n int) []byte {
 		copy(out, p.data[page][off:off+n])
 	}
 	return out
+}
+
+// digest digests the n bytes at offset of page into d, as Read would
+// return them, without copying.
+func (p *PagePool) digest(d model.Digest, page uint32, off, n int) model.Digest {
+	if int(page) < len(p.data) && p.data[page] != nil {
+		return d.Write(p.data[page][off : off+n])
+	}
+	return d.WriteZeros(n)
+}
+
+// writesTo sums the writes the pages took: a sum unchanged since an
+// earlier look means none of them was written since (counts only grow).
+func (p *PagePool) writesTo(pages []uint32) uint64 {
+	var n uint64
+	for _, pg := range pages {
+		if int(pg) < len(p.writes) {
+			n += p.writes[pg]
+		}
+	}
+	return n
 }
 
 // Used and Total report pool occupancy.

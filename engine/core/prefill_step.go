@@ -192,8 +192,8 @@ func (p *Prefill) sweep(now time.Time) {
 }
 
 func (p *Prefill) queueChunks(now time.Time, req *PrefillReq) {
-	kv := model.PromptKV(req.Tokens)
 	per := model.KVBytesPerToken / len(p.ranks)
+	var kv [model.KVBytesPerToken]byte // one token's entry, this rank's share copied out
 	tokensPerChunk := p.cfg.PageSize * p.cfg.ChunkPages
 	for rank, r := range p.ranks {
 		info, ok := r.infos[req.Room]
@@ -209,7 +209,8 @@ func (p *Prefill) queueChunks(now time.Time, req *PrefillReq) {
 			last := min(first+tokensPerChunk, n)
 			payload := make([]byte, 0, (last-first)*per)
 			for t := first; t < last; t++ {
-				payload = append(payload, kv[t*model.KVBytesPerToken+rank*per:t*model.KVBytesPerToken+(rank+1)*per]...)
+				model.KV(kv[:], req.Tokens[t], t)
+				payload = append(payload, kv[rank*per:(rank+1)*per]...)
 			}
 			p0, p1 := first/p.cfg.PageSize, (last+p.cfg.PageSize-1)/p.cfg.PageSize
 			var pages []uint32
