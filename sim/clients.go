@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +40,7 @@ type agentState struct {
 func (s *run) startClients() {
 	c := s.clients
 	s.system = s.words(c.SystemPromptWords)
+	s.systemKV = model.NewDigest().WriteTokens(s.system, 0)
 	for i := range c.Agents {
 		a := &agentState{id: i, inflight: map[*request]bool{}}
 		s.agents = append(s.agents, a)
@@ -154,8 +156,9 @@ func (s *run) send(req *request) {
 	req.start = s.now
 	req.pLive, req.dLive = true, true
 	s.tracef("router", "send rid=%s room=%d agent=%d tokens=%d max=%d plan=%q", req.rid, req.room, req.agent, len(req.tokens), req.maxNew, req.plan)
-	s.transmit(contract.LinkRouterPrefill+"#"+req.rid, &msg{kind: "http", room: req.room, desc: "generate " + req.rid, deliver: func() { s.prefillGenerate(req) }})
-	s.transmit(contract.LinkRouterDecode+"#"+req.rid, &msg{kind: "http", room: req.room, desc: "generate " + req.rid, deliver: func() { s.decodeGenerate(req) }})
+	desc := s.describe("generate ", req.rid)
+	s.transmit(contract.LinkRouterPrefill+"#"+req.rid, &msg{kind: "http", room: req.room, desc: desc, deliver: func() { s.prefillGenerate(req) }})
+	s.transmit(contract.LinkRouterDecode+"#"+req.rid, &msg{kind: "http", room: req.room, desc: desc, deliver: func() { s.decodeGenerate(req) }})
 	hang := s.clients.HangTimeout
 	if req.probe {
 		hang = s.checks.ProbeDeadline
@@ -211,7 +214,7 @@ func (s *run) decodeGenerate(req *request) {
 
 // toClient carries something from decode back through the router.
 func (s *run) toClient(req *request, what string, fn func()) {
-	s.transmit(contract.LinkRouterDecode+"#"+req.rid+"<", &msg{kind: "http", room: req.room, desc: what + " " + req.rid, deliver: fn})
+	s.transmit(contract.LinkRouterDecode+"#"+req.rid+"<", &msg{kind: "http", room: req.room, desc: s.describe(what+" ", req.rid), deliver: fn})
 }
 
 func (s *run) onToken(req *request, piece string, done bool) {
@@ -227,7 +230,7 @@ func (s *run) onToken(req *request, piece string, done bool) {
 		o := outcome.Outcome{Kind: outcome.KindCompleted, FinishReason: "length"}
 		// The expected answer is computed only for answers that complete:
 		// digesting the prompt's KV is most of a request's cost.
-		want := model.Generate(model.Seed(model.PromptKV(req.tokens)), req.maxNew)
+		want := model.Generate(s.promptSeed(req.tokens), req.maxNew)
 		if got := req.answer.String(); got != want {
 			o.Integrity = "answer differs from the model's"
 			o.Expected, o.Got = want, got
@@ -238,6 +241,17 @@ func (s *run) onToken(req *request, piece string, done bool) {
 	if req.plan == outcome.CancelDecode && req.got == req.cancelAt {
 		s.cancel(req, outcome.ReasonCancel)
 	}
+}
+
+// promptSeed is model.Seed(model.PromptKV(tokens)), with the shared
+// system prompt's part digested once per run: an agent's prompt starts
+// with it.
+func (s *run) promptSeed(tokens []model.Token) uint64 {
+	n := len(s.system)
+	if n > 0 && len(tokens) >= n && slices.Equal(tokens[:n], s.system) {
+		return s.systemKV.WriteTokens(tokens[n:], n).Seed()
+	}
+	return model.NewDigest().WriteTokens(tokens, 0).Seed()
 }
 
 func (s *run) onError(req *request, status int, message string) {
@@ -260,7 +274,7 @@ func (s *run) closeUpstream(req *request) {
 	if req.pLive || req.dLive {
 		s.rprobes.Hit(contract.ProbeRouterClientLeftEarly)
 	}
-	s.transmit(contract.LinkRouterPrefill+"#"+req.rid, &msg{kind: "http", room: req.room, desc: "close " + req.rid, deliver: func() {
+	s.transmit(contract.LinkRouterPrefill+"#"+req.rid, &msg{kind: "http", room: req.room, desc: s.describe("close ", req.rid), deliver: func() {
 		if !req.pLive {
 			s.tracef("prefill/http", "close rid=%s: prefill already answered", req.rid)
 			return
@@ -274,7 +288,7 @@ func (s *run) closeUpstream(req *request) {
 		}
 		s.kick(&s.pSched)
 	}})
-	s.transmit(contract.LinkRouterDecode+"#"+req.rid, &msg{kind: "http", room: req.room, desc: "close " + req.rid, deliver: func() {
+	s.transmit(contract.LinkRouterDecode+"#"+req.rid, &msg{kind: "http", room: req.room, desc: s.describe("close ", req.rid), deliver: func() {
 		if !req.dLive {
 			return
 		}

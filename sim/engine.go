@@ -23,6 +23,7 @@ type actor struct {
 	name   string
 	queued bool
 	step   func()
+	fire   func() // a kicked step: clears queued, then steps
 }
 
 type worker struct {
@@ -51,10 +52,13 @@ func (s *run) kick(a *actor) {
 		return
 	}
 	a.queued = true
-	s.after(s.between(0, 50*time.Microsecond), a.name, func() {
-		a.queued = false
-		a.step()
-	})
+	if a.fire == nil { // one closure per actor, not one per kick
+		a.fire = func() {
+			a.queued = false
+			a.step()
+		}
+	}
+	s.after(s.between(0, 50*time.Microsecond), a.name, a.fire)
 }
 
 // stopped reports whether a fault window holds the actor, counting it as
@@ -152,7 +156,7 @@ func (s *run) prefillOut() {
 		n := s.notify[rank-notifyBase]
 		frames := o.Frames
 		kind, room := s.noticeKind(frames)
-		s.transmit(contract.ControlLink(o.Rank)+"#notify", &msg{kind: kind, room: room, desc: framesString(frames), deliver: func() {
+		s.transmit(contract.ControlLink(o.Rank)+"#notify", &msg{kind: kind, room: room, desc: s.framesDesc(frames), deliver: func() {
 			n.frames = append(n.frames, frames)
 			s.kick(&n.actor)
 		}})
@@ -234,7 +238,11 @@ func (s *run) sendChunk(wk *worker) {
 			return
 		}
 	}
-	s.transmit(name, &msg{kind: "chunk", room: c.Room, desc: fmt.Sprintf("room=%d chunk=%d", c.Room, c.ID), deliver: func() {
+	desc := ""
+	if s.trace != nil {
+		desc = fmt.Sprintf("room=%d chunk=%d", c.Room, c.ID)
+	}
+	s.transmit(name, &msg{kind: "chunk", room: c.Room, desc: desc, deliver: func() {
 		if s.frozen("decode") {
 			s.after(time.Millisecond, name, func() { s.redeliver(wk, name, end) })
 			return
@@ -284,7 +292,11 @@ func (s *run) decodeStep() {
 				delete(s.streams, t.Rid)
 				req.dLive = false
 			}
-			s.toClient(req, fmt.Sprintf("token %d", t.Index), func() { s.onToken(req, t.Piece, t.Done) })
+			what := ""
+			if s.trace != nil {
+				what = fmt.Sprintf("token %d", t.Index)
+			}
+			s.toClient(req, what, func() { s.onToken(req, t.Piece, t.Done) })
 		}
 	}
 	for _, f := range res.Finished {
@@ -337,7 +349,7 @@ func (s *run) sendControl(rank int, frames [][]byte) {
 	}
 	b := s.boot[rank]
 	kind, room := s.controlKind(frames)
-	s.transmit(contract.ControlLink(rank), &msg{kind: kind, room: room, desc: framesString(frames), deliver: func() {
+	s.transmit(contract.ControlLink(rank), &msg{kind: kind, room: room, desc: s.framesDesc(frames), deliver: func() {
 		b.frames = append(b.frames, frames)
 		s.kick(&b.actor)
 	}})

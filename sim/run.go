@@ -72,6 +72,7 @@ type run struct {
 	pwait   map[string]*request
 
 	system   []model.Token
+	systemKV model.Digest // the system prompt's KV digested (promptSeed)
 	agents   []*agentState
 	nreq     int
 	loadEnd  time.Duration
@@ -219,9 +220,9 @@ func (s *run) settled() bool {
 			return false
 		}
 	}
-	ph, _ := s.ph.Snapshot()
-	dh, _ := s.dh.Snapshot()
-	return len(ph) == 0 && len(dh) == 0
+	ph, _ := s.ph.Counts()
+	dh, _ := s.dh.Counts()
+	return ph == 0 && dh == 0
 }
 
 // liveness sends the probes one after another, each with its deadline.
@@ -338,11 +339,13 @@ func (s *run) snapRooms(final bool) {
 		role string
 		h    *core.History
 	}{{"prefill", s.ph}, {"decode", s.dh}} {
-		held, cleared := side.h.Snapshot()
-		snap := check.RoomsSnap{Role: side.role, Held: held, Cleared: len(cleared), Final: final}
+		var snap check.RoomsSnap
 		if final {
-			snap.Ended = cleared
+			held, cleared := side.h.Snapshot()
+			snap = check.RoomsSnap{Role: side.role, Held: held, Cleared: len(cleared), Final: final, Ended: cleared}
 		} else {
+			_, cleared := side.h.Counts() // the cleared rooms' copies are not kept
+			snap = check.RoomsSnap{Role: side.role, Held: side.h.Held(), Cleared: cleared}
 			for i := range snap.Held {
 				snap.Held[i].Events = nil
 			}
