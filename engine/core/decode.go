@@ -152,6 +152,7 @@ type Decode struct {
 	hung     bool
 	wire     Dialect
 	probes   *ProbeCounts
+	kv       kvDigests // readSeed's streams, resumed where they agree
 	// epochs is the epoch of decode's name towards each prefill
 	// (bootstrap address); names holds every name handed out, to tell a
 	// retired one from one decode never gave (decode_peers.go).

@@ -108,15 +108,46 @@ func (d *Decode) readSeed(req *DecodeReq) uint64 {
 		return m.seed
 	}
 	per := model.KVBytesPerToken / len(d.ranks)
-	dg := model.NewDigest()
+	kv := d.kv.next[:0]
 	for t := range req.Tokens {
 		for r, rk := range d.ranks {
-			dg = rk.pool.digest(dg, req.pages[r][t/d.cfg.PageSize], (t%d.cfg.PageSize)*per, per)
+			kv = rk.pool.appendRead(kv, req.pages[r][t/d.cfg.PageSize], (t%d.cfg.PageSize)*per, per)
 		}
 	}
-	seed := dg.Seed()
+	seed := d.kv.seed(kv)
 	req.read = seedRead{ok: true, seed: seed, writes: writes, tokens: len(req.Tokens), pages: slices.Clone(req.pages)}
 	return seed
+}
+
+// kvDigests digests KV streams (a request's prompt KV read from its pages)
+// resuming from the last stream digested: streams share their start (the
+// system prompt every agent sends), and an FNV state depends only on the
+// bytes before it, so the blocks equal to the last stream's are not hashed
+// again. The seed is model.Seed of the stream, whatever came before.
+type kvDigests struct {
+	last, next []byte         // the last stream digested; a buffer for the next
+	marks      []model.Digest // marks[i]: the digest of last[:(i+1)*kvBlock]
+}
+
+const kvBlock = 1024
+
+func (k *kvDigests) seed(kv []byte) uint64 {
+	i := 0 // whole blocks equal to the last stream's
+	for i < len(k.marks) && (i+1)*kvBlock <= len(kv) && string(kv[i*kvBlock:(i+1)*kvBlock]) == string(k.last[i*kvBlock:(i+1)*kvBlock]) {
+		i++
+	}
+	dg := model.NewDigest()
+	if i > 0 {
+		dg = k.marks[i-1]
+	}
+	k.marks = k.marks[:i]
+	for off := i * kvBlock; off+kvBlock <= len(kv); off += kvBlock {
+		dg = dg.Write(kv[off : off+kvBlock])
+		k.marks = append(k.marks, dg)
+	}
+	dg = dg.Write(kv[len(k.marks)*kvBlock:])
+	k.last, k.next = kv, k.last
+	return dg.Seed()
 }
 
 // seedRead is a request's last digest of its pages and what it read.
@@ -295,14 +326,16 @@ func (d *Decode) OnChunk(now time.Time, rank int, room uint64, id int, last bool
 		d.RefuseKV(now, rank, room, fmt.Sprintf("chunk %d payload of %d bytes is not whole tokens of %d bytes", id, len(payload), per))
 		return false
 	}
-	for k := 0; k*per < len(payload); k++ {
+	for k := 0; k*per < len(payload); {
 		t := first + k
 		idx := t/d.cfg.PageSize - first/d.cfg.PageSize
 		if idx >= len(pages) {
 			d.probes.Hit(contract.ProbeDecodeChunkOverrun)
 			break
 		}
-		_ = rk.pool.Write(pages[idx], (t%d.cfg.PageSize)*per, payload[k*per:(k+1)*per])
+		n := min(d.cfg.PageSize-t%d.cfg.PageSize, len(payload)/per-k) // this page's tokens, in one write
+		_ = rk.pool.Write(pages[idx], (t%d.cfg.PageSize)*per, payload[k*per:(k+n)*per])
+		k += n
 	}
 	req, ok := d.byRoom[room]
 	if !ok || req.stage() != stageTransfer {

@@ -1,10 +1,6 @@
 package core
 
-import (
-	"fmt"
-
-	"github.com/pdchaos/pdchaos/engine/model"
-)
+import "fmt"
 
 // PagePool is one decode rank's KV memory: fixed-size pages, a LIFO free
 // list (so a freed page is the next one reused, which is what turns an early
@@ -16,6 +12,7 @@ type PagePool struct {
 	owner     []uint64 // room holding each page; 0 when free
 	refs      []int    // allocations holding each page: more than 1 is a page owned twice
 	writes    []uint64 // writes each page took: a reader's unchanged sum means unchanged bytes
+	listed    []int32  // Accounting's scratch: times each page is on the free list
 }
 
 // PageAccounting is a pool's bookkeeping as the metrics export it. A sound
@@ -69,7 +66,11 @@ func (p *PagePool) Free(pages []uint32) {
 // Accounting counts the pool's pages by owner and free list.
 func (p *PagePool) Accounting() PageAccounting {
 	a := PageAccounting{Free: len(p.free), Total: len(p.data)}
-	listed := make([]int, len(p.data))
+	if len(p.listed) != len(p.data) {
+		p.listed = make([]int32, len(p.data))
+	}
+	listed := p.listed
+	clear(listed)
 	for _, pg := range p.free {
 		listed[pg]++
 	}
@@ -115,13 +116,16 @@ func (p *PagePool) Read(page uint32, off, n int) []byte {
 	return out
 }
 
-// digest digests the n bytes at offset of page into d, as Read would
-// return them, without copying.
-func (p *PagePool) digest(d model.Digest, page uint32, off, n int) model.Digest {
+// appendRead appends the n bytes at offset of page to b, as Read returns
+// them, without a copy of its own.
+func (p *PagePool) appendRead(b []byte, page uint32, off, n int) []byte {
 	if int(page) < len(p.data) && p.data[page] != nil {
-		return d.Write(p.data[page][off : off+n])
+		return append(b, p.data[page][off:off+n]...)
 	}
-	return d.WriteZeros(n)
+	for range n {
+		b = append(b, 0)
+	}
+	return b
 }
 
 // writesTo sums the writes the pages took: a sum unchanged since an

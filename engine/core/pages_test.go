@@ -49,8 +49,8 @@ func TestPageDigestAndWrites(t *testing.T) {
 	if n := p.writesTo(pages); n != 0 {
 		t.Fatalf("fresh pages: %d writes", n)
 	}
-	if p.digest(model.NewDigest(), 1, 0, 16) != model.NewDigest().Write(p.Read(1, 0, 16)) {
-		t.Fatal("an unwritten page does not digest as zeros")
+	if got := p.appendRead([]byte{7}, 1, 0, 16); string(got) != string(append([]byte{7}, p.Read(1, 0, 16)...)) {
+		t.Fatalf("an unwritten page reads %v, not zeros", got)
 	}
 	b := []byte("abcdefgh")
 	_ = p.Write(2, 8, b)
@@ -62,8 +62,8 @@ func TestPageDigestAndWrites(t *testing.T) {
 	if p.Write(9, 0, b) == nil || p.writesTo([]uint32{9}) != 0 {
 		t.Fatal("an out-of-range write is refused and counts nowhere")
 	}
-	if p.digest(model.NewDigest(), 2, 4, 12) != model.NewDigest().Write(p.Read(2, 4, 12)) {
-		t.Fatal("a written page digests differently from what Read returns")
+	if got := p.appendRead(nil, 2, 4, 12); string(got) != string(p.Read(2, 4, 12)) {
+		t.Fatalf("a written page appends %v, Read returns %v", got, p.Read(2, 4, 12))
 	}
 }
 
@@ -93,6 +93,30 @@ func TestWriteUnderRunningRequestChangesAnswer(t *testing.T) {
 		got, want := r.answer["a"].String(), model.Expected(p, 40)
 		if (got != want) != write {
 			t.Fatalf("write under the running request %v: answer right %v", write, got == want)
+		}
+	}
+}
+
+// readSeed's resumed digests are model.Seed of each stream, whether it
+// shares all, part, a block boundary's worth or nothing of the last one's
+// bytes, and whether it is longer or shorter.
+func TestKVDigestsResume(t *testing.T) {
+	t.Parallel()
+	base := make([]byte, 5*kvBlock+300)
+	for i := range base {
+		base[i] = byte(i*7 + i/13)
+	}
+	var k kvDigests
+	for i, n := range []int{len(base), len(base), 3 * kvBlock, len(base), kvBlock - 1, 0, 4*kvBlock + 5, len(base)} {
+		kv := append([]byte(nil), base[:n]...)
+		if i%3 == 1 && n > kvBlock+10 {
+			kv[kvBlock+10] ^= 1 // differs inside the second block
+		}
+		if i == 6 {
+			kv[len(kv)-1] ^= 1 // differs in the tail only
+		}
+		if got, want := k.seed(append(k.next[:0], kv...)), model.Seed(kv); got != want {
+			t.Fatalf("stream %d (%d bytes): seed %x, model.Seed %x", i, n, got, want)
 		}
 	}
 }

@@ -80,15 +80,6 @@ func (d Digest) Write(kv []byte) Digest {
 	return Digest(h)
 }
 
-// WriteZeros digests n zero bytes (a KV page never written reads so).
-func (d Digest) WriteZeros(n int) Digest {
-	h := uint64(d)
-	for range n {
-		h *= 1099511628211
-	}
-	return Digest(h)
-}
-
 // WriteTokens digests the KV entries of tokens at positions from, from+1,
 // ...: PromptKV's bytes without building them.
 func (d Digest) WriteTokens(tokens []Token, from int) Digest {
