@@ -17,6 +17,7 @@ type request struct {
 	id, agent, inc, session, turn, sub int
 	probe                              bool
 	rid                                string
+	toP, toD, fromD                    string // the router's connections for it (link#rid)
 	room                               uint64
 	tokens                             []model.Token
 	maxNew                             int
@@ -33,6 +34,7 @@ type request struct {
 type agentState struct {
 	id, inc, session, turn, turns int
 	context                       []model.Token
+	prompt                        []model.Token // system prompt and context, built once and grown with the context; nil: rebuild
 	inflight                      map[*request]bool
 }
 
@@ -78,6 +80,7 @@ func (s *run) newSession(a *agentState) {
 	a.turn = 0
 	a.turns = 1 + s.rng.IntN(s.clients.TurnsPerSession)
 	a.context = s.words(s.clients.UserPromptWords)
+	a.prompt = nil
 }
 
 // turn sends one turn of agent a: a request, maybe with sub-requests.
@@ -92,8 +95,13 @@ func (s *run) turn(a *agentState) {
 		subs = 1 + s.rng.IntN(c.MaxSubRequests)
 	}
 	left := subs + 1
+	if a.prompt == nil {
+		a.prompt = append(append([]model.Token(nil), s.system...), a.context...)
+	}
 	for sub := 0; sub <= subs; sub++ {
-		prompt := append(append([]model.Token(nil), s.system...), a.context...)
+		// Requests share the agent's prompt (no one writes a request's
+		// tokens); capped, so an append copies.
+		prompt := a.prompt[:len(a.prompt):len(a.prompt)]
 		if sub > 0 {
 			prompt = append(prompt, s.words(8)...)
 		}
@@ -120,9 +128,13 @@ func (s *run) nextTurn(a *agentState) {
 	if a.turn >= a.turns {
 		s.newSession(a)
 	} else {
-		a.context = append(a.context, s.words(c.ToolOutputWords/2+s.rng.IntN(c.ToolOutputWords/2+1))...)
+		out := s.words(c.ToolOutputWords/2 + s.rng.IntN(c.ToolOutputWords/2+1))
+		a.context = append(a.context, out...)
 		if over := len(a.context) - c.MaxContextWords; over > 0 {
 			a.context = a.context[over:]
+			a.prompt = nil
+		} else if a.prompt != nil {
+			a.prompt = append(a.prompt, out...)
 		}
 	}
 	s.turn(a)
@@ -153,12 +165,13 @@ func (s *run) newRequest(a *agentState, sub int, prompt []model.Token) *request 
 func (s *run) send(req *request) {
 	req.room = s.rng.Uint64()>>1 + 1
 	req.rid = fmt.Sprintf("gen-%016x", req.room)
+	req.toP, req.toD, req.fromD = contract.LinkRouterPrefill+"#"+req.rid, contract.LinkRouterDecode+"#"+req.rid, contract.LinkRouterDecode+"#"+req.rid+"<"
 	req.start = s.now
 	req.pLive, req.dLive = true, true
 	s.tracef("router", "send rid=%s room=%d agent=%d tokens=%d max=%d plan=%q", req.rid, req.room, req.agent, len(req.tokens), req.maxNew, req.plan)
 	desc := s.describe("generate ", req.rid)
-	s.transmit(contract.LinkRouterPrefill+"#"+req.rid, &msg{kind: "http", room: req.room, desc: desc, deliver: func() { s.prefillGenerate(req) }})
-	s.transmit(contract.LinkRouterDecode+"#"+req.rid, &msg{kind: "http", room: req.room, desc: desc, deliver: func() { s.decodeGenerate(req) }})
+	s.transmit(req.toP, &msg{kind: "http", room: req.room, desc: desc, deliver: func() { s.prefillGenerate(req) }})
+	s.transmit(req.toD, &msg{kind: "http", room: req.room, desc: desc, deliver: func() { s.decodeGenerate(req) }})
 	hang := s.clients.HangTimeout
 	if req.probe {
 		hang = s.checks.ProbeDeadline
@@ -214,7 +227,7 @@ func (s *run) decodeGenerate(req *request) {
 
 // toClient carries something from decode back through the router.
 func (s *run) toClient(req *request, what string, fn func()) {
-	s.transmit(contract.LinkRouterDecode+"#"+req.rid+"<", &msg{kind: "http", room: req.room, desc: s.describe(what+" ", req.rid), deliver: fn})
+	s.transmit(req.fromD, &msg{kind: "http", room: req.room, desc: s.describe(what+" ", req.rid), deliver: fn})
 }
 
 func (s *run) onToken(req *request, piece string, done bool) {
@@ -274,7 +287,7 @@ func (s *run) closeUpstream(req *request) {
 	if req.pLive || req.dLive {
 		s.rprobes.Hit(contract.ProbeRouterClientLeftEarly)
 	}
-	s.transmit(contract.LinkRouterPrefill+"#"+req.rid, &msg{kind: "http", room: req.room, desc: s.describe("close ", req.rid), deliver: func() {
+	s.transmit(req.toP, &msg{kind: "http", room: req.room, desc: s.describe("close ", req.rid), deliver: func() {
 		if !req.pLive {
 			s.tracef("prefill/http", "close rid=%s: prefill already answered", req.rid)
 			return
@@ -288,7 +301,7 @@ func (s *run) closeUpstream(req *request) {
 		}
 		s.kick(&s.pSched)
 	}})
-	s.transmit(contract.LinkRouterDecode+"#"+req.rid, &msg{kind: "http", room: req.room, desc: s.describe("close ", req.rid), deliver: func() {
+	s.transmit(req.toD, &msg{kind: "http", room: req.room, desc: s.describe("close ", req.rid), deliver: func() {
 		if !req.dLive {
 			return
 		}

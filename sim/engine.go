@@ -29,6 +29,7 @@ type actor struct {
 type worker struct {
 	actor
 	rank, w int
+	conn    string // its KV connection, kv/RANK#wW
 	state   int
 	chunk   *core.Chunk
 }
@@ -44,6 +45,29 @@ const (
 type inbox struct {
 	actor
 	frames [][][]byte
+}
+
+// linkNames are the per-rank link names, made once per run.
+type linkNames struct {
+	ctl, notify, kv []string
+}
+
+func newLinkNames(ranks int) linkNames {
+	var n linkNames
+	for r := range ranks {
+		n.ctl = append(n.ctl, contract.ControlLink(r))
+		n.notify = append(n.notify, contract.ControlLink(r)+"#notify")
+		n.kv = append(n.kv, contract.KVLink(r))
+	}
+	return n
+}
+
+// linkName is names[rank], or mk(rank) for a rank out of the table.
+func (s *run) linkName(names []string, rank int, mk func(int) string) string {
+	if rank >= 0 && rank < len(names) {
+		return names[rank]
+	}
+	return mk(rank)
 }
 
 // kick makes a actor runnable; the scheduler picks when among the others.
@@ -156,7 +180,7 @@ func (s *run) prefillOut() {
 		n := s.notify[rank-notifyBase]
 		frames := o.Frames
 		kind, room := s.noticeKind(frames)
-		s.transmit(contract.ControlLink(o.Rank)+"#notify", &msg{kind: kind, room: room, desc: s.framesDesc(frames), deliver: func() {
+		s.transmit(s.linkName(s.names.notify, o.Rank, func(r int) string { return contract.ControlLink(r) + "#notify" }), &msg{kind: kind, room: room, desc: s.framesDesc(frames), deliver: func() {
 			n.frames = append(n.frames, frames)
 			s.kick(&n.actor)
 		}})
@@ -221,7 +245,11 @@ func (s *run) workerStep(wk *worker) {
 // decode's KV listener and ends the worker's step on decode's reply.
 func (s *run) sendChunk(wk *worker) {
 	c := wk.chunk
-	name := fmt.Sprintf("%s#w%d", contract.KVLink(c.Rank), wk.w)
+	name := wk.conn
+	if c.Rank != wk.rank { // a worker writes its own rank's chunks
+		name = fmt.Sprintf("%s#w%d", contract.KVLink(c.Rank), wk.w)
+	}
+	kvLink := s.linkName(s.names.kv, c.Rank, contract.KVLink)
 	end := func(err error) {
 		s.tracef(wk.name, "end room=%d chunk=%d err=%v", c.Room, c.ID, err)
 		s.p.WorkerEnd(s.wall(), wk.rank, wk.w, err)
@@ -231,7 +259,7 @@ func (s *run) sendChunk(wk *worker) {
 		s.kick(&wk.actor)
 	}
 	for _, wn := range s.windows {
-		if wn.active && wn.f.Link == contract.KVLink(c.Rank) && (wn.f.Kind == "reset-peer" || wn.f.Kind == "link-down" || wn.f.Kind == "timeout") {
+		if wn.active && wn.f.Link == kvLink && (wn.f.Kind == "reset-peer" || wn.f.Kind == "link-down" || wn.f.Kind == "timeout") {
 			wn.affected++
 			s.pprobes.Hit(contract.ProbePrefillKVWriteFailed)
 			s.after(s.baseLatency(), wk.name, func() { end(errors.New("write kv chunk: connection reset")) })
@@ -349,7 +377,7 @@ func (s *run) sendControl(rank int, frames [][]byte) {
 	}
 	b := s.boot[rank]
 	kind, room := s.controlKind(frames)
-	s.transmit(contract.ControlLink(rank), &msg{kind: kind, room: room, desc: s.framesDesc(frames), deliver: func() {
+	s.transmit(s.linkName(s.names.ctl, rank, contract.ControlLink), &msg{kind: kind, room: room, desc: s.framesDesc(frames), deliver: func() {
 		b.frames = append(b.frames, frames)
 		s.kick(&b.actor)
 	}})

@@ -59,6 +59,7 @@ type run struct {
 
 	windows []*window
 	links   map[string]*link
+	names   linkNames
 
 	pSched, dSched          actor
 	forwarding, pendingStep bool
@@ -119,6 +120,7 @@ func newRun(cfg Config, seed uint64, opts Options) *run {
 		agents = append(agents, core.DecodeAgent{IP: decodeIP, NotifyPort: notifyBase + r, Name: s.wire.AgentName(fmt.Sprintf("decode-agent-%d", r), kv), KVAddr: kv})
 	}
 	s.helloNeeded = make([]bool, ec.TP)
+	s.names = newLinkNames(ec.TP)
 	s.d = core.NewDecode(core.DecodeConfig{Ranks: ec.TP, PageSize: ec.PageSize, Pages: ec.Pages, WaitingTimeout: ec.WaitingTimeout,
 		AckTimeout: ec.AckTimeout, Agents: agents, Regressions: reg, Wire: ec.Wire, Probes: s.dprobes}, s.dh)
 	s.pSched = actor{name: "prefill/sched", step: s.prefillStep}
@@ -132,7 +134,7 @@ func newRun(cfg Config, seed uint64, opts Options) *run {
 		s.notify = append(s.notify, n)
 		var ws []*worker
 		for w := range ec.TransferWorkers {
-			wk := &worker{actor: actor{name: fmt.Sprintf("prefill/w%d.%d", r, w)}, rank: r, w: w}
+			wk := &worker{actor: actor{name: fmt.Sprintf("prefill/w%d.%d", r, w)}, rank: r, w: w, conn: fmt.Sprintf("%s#w%d", contract.KVLink(r), w)}
 			wk.step = func() { s.workerStep(wk) }
 			ws = append(ws, wk)
 		}
@@ -344,11 +346,8 @@ func (s *run) snapRooms(final bool) {
 			held, cleared := side.h.Snapshot()
 			snap = check.RoomsSnap{Role: side.role, Held: held, Cleared: len(cleared), Final: final, Ended: cleared}
 		} else {
-			_, cleared := side.h.Counts() // the cleared rooms' copies are not kept
-			snap = check.RoomsSnap{Role: side.role, Held: side.h.Held(), Cleared: cleared}
-			for i := range snap.Held {
-				snap.Held[i].Events = nil
-			}
+			_, cleared := side.h.Counts()                                                  // the cleared rooms' copies are not kept
+			snap = check.RoomsSnap{Role: side.role, Held: side.h.Held(), Cleared: cleared} // without events, as ever
 		}
 		s.emit(check.Event{Type: check.EvRooms, Source: "sim/" + side.role, Rooms: &snap})
 	}

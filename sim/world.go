@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -15,33 +14,65 @@ var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // event is one due actor step. Events due at the same instant run in the
 // order of key, drawn from the run's generator when the event is queued:
-// that draw is the scheduler's choice among runnable actors.
+// that draw is the scheduler's choice among runnable actors. (at, key,
+// seq) orders events totally, so the queue's shape never shows.
 type event struct {
-	at    time.Duration
-	key   uint64
-	seq   uint64
-	actor string
-	fn    func()
+	at  time.Duration
+	key uint64
+	seq uint64
+	fn  func()
 }
 
-type eventHeap []*event
-
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
+func (e *event) before(o *event) bool {
+	if e.at != o.at {
+		return e.at < o.at
 	}
-	if h[i].key != h[j].key {
-		return h[i].key < h[j].key
+	if e.key != o.key {
+		return e.key < o.key
 	}
-	return h[i].seq < h[j].seq
+	return e.seq < o.seq
 }
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(*event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
+
+// eventHeap is a binary min-heap of events by value: a run queues tens of
+// thousands, and container/heap's interface calls and one allocation per
+// event were a tenth of a run's time.
+type eventHeap []event
+
+func (h *eventHeap) push(e event) {
+	*h = append(*h, e)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q[i].before(&q[p]) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) pop() event {
+	q := *h
+	e := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q[n] = event{} // drop the closure for the collector
+	q = q[:n]
+	*h = q
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && q[c+1].before(&q[c]) {
+			c++
+		}
+		if !q[c].before(&q[i]) {
+			break
+		}
+		q[i], q[c] = q[c], q[i]
+		i = c
+	}
 	return e
 }
 
@@ -74,10 +105,11 @@ func newWorld(seed uint64, name string, trace bool) *world {
 // wall is the virtual wall clock the core is handed.
 func (w *world) wall() time.Time { return epoch.Add(w.now) }
 
-// at queues fn for actor at offset t (not before now).
+// at queues fn for actor at offset t (not before now). The actor names
+// who runs fn, for readers; the trace lines fn writes name it again.
 func (w *world) at(t time.Duration, actor string, fn func()) {
 	w.seq++
-	heap.Push(&w.q, &event{at: max(t, w.now), key: w.rng.Uint64(), seq: w.seq, actor: actor, fn: fn})
+	w.q.push(event{at: max(t, w.now), key: w.rng.Uint64(), seq: w.seq, fn: fn})
 }
 
 // after queues fn for actor d from now.
@@ -86,8 +118,8 @@ func (w *world) after(d time.Duration, actor string, fn func()) { w.at(w.now+d, 
 // runUntil runs due events in order until none is due by end; the clock
 // then stands at end.
 func (w *world) runUntil(end time.Duration, stop func() bool) {
-	for w.q.Len() > 0 && w.q[0].at <= end {
-		e := heap.Pop(&w.q).(*event)
+	for len(w.q) > 0 && w.q[0].at <= end {
+		e := w.q.pop()
 		w.now = e.at
 		w.steps++
 		e.fn()
