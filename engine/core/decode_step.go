@@ -109,9 +109,16 @@ func (d *Decode) readSeed(req *DecodeReq) uint64 {
 	}
 	per := model.KVBytesPerToken / len(d.ranks)
 	kv := d.kv.next[:0]
-	for t := range req.Tokens {
-		for r, rk := range d.ranks {
-			kv = rk.pool.appendRead(kv, req.pages[r][t/d.cfg.PageSize], (t%d.cfg.PageSize)*per, per)
+	if len(d.ranks) == 1 { // a page's tokens lie in a row: read them in one piece
+		pool, ps, n := d.ranks[0].pool, d.cfg.PageSize, len(req.Tokens)
+		for t := 0; t < n; t += ps {
+			kv = pool.appendRead(kv, req.pages[0][t/ps], 0, min(ps, n-t)*per)
+		}
+	} else {
+		for t := range req.Tokens {
+			for r, rk := range d.ranks {
+				kv = rk.pool.appendRead(kv, req.pages[r][t/d.cfg.PageSize], (t%d.cfg.PageSize)*per, per)
+			}
 		}
 	}
 	seed := d.kv.seed(kv)
