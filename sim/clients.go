@@ -20,6 +20,7 @@ type request struct {
 	toP, toD, fromD                    string // the router's connections for it (link#rid)
 	room                               uint64
 	tokens                             []model.Token
+	gen, base                          int // its agent's prompt generation; tokens[:base] is that prompt's start
 	maxNew                             int
 	start, first                       time.Duration
 	got                                int
@@ -35,6 +36,9 @@ type agentState struct {
 	id, inc, session, turn, turns int
 	context                       []model.Token
 	prompt                        []model.Token // system prompt and context, built once and grown with the context; nil: rebuild
+	promptGen                     int           // prompts built so far: a request's tokens start with prompt while it is its gen
+	kv                            model.Digest  // the KV of prompt[:kvLen] digested, for promptSeed
+	kvLen                         int
 	inflight                      map[*request]bool
 }
 
@@ -97,6 +101,8 @@ func (s *run) turn(a *agentState) {
 	left := subs + 1
 	if a.prompt == nil {
 		a.prompt = append(append([]model.Token(nil), s.system...), a.context...)
+		a.promptGen++
+		a.kv, a.kvLen = s.systemKV, len(s.system)
 	}
 	for sub := 0; sub <= subs; sub++ {
 		// Requests share the agent's prompt (no one writes a request's
@@ -106,6 +112,7 @@ func (s *run) turn(a *agentState) {
 			prompt = append(prompt, s.words(8)...)
 		}
 		req := s.newRequest(a, sub, prompt)
+		req.gen, req.base = a.promptGen, len(a.prompt)
 		a.inflight[req] = true
 		req.onEnd = func() {
 			delete(a.inflight, req)
@@ -243,7 +250,7 @@ func (s *run) onToken(req *request, piece string, done bool) {
 		o := outcome.Outcome{Kind: outcome.KindCompleted, FinishReason: "length"}
 		// The expected answer is computed only for answers that complete:
 		// digesting the prompt's KV is most of a request's cost.
-		want := model.Generate(s.promptSeed(req.tokens), req.maxNew)
+		want := model.Generate(s.promptSeed(req), req.maxNew)
 		if got := req.answer.String(); got != want {
 			o.Integrity = "answer differs from the model's"
 			o.Expected, o.Got = want, got
@@ -256,10 +263,19 @@ func (s *run) onToken(req *request, piece string, done bool) {
 	}
 }
 
-// promptSeed is model.Seed(model.PromptKV(tokens)), with the shared
-// system prompt's part digested once per run: an agent's prompt starts
-// with it.
-func (s *run) promptSeed(tokens []model.Token) uint64 {
+// promptSeed is model.Seed(model.PromptKV(req.tokens)), with the shared
+// system prompt's part digested once per run and an agent's prompt's part
+// carried from one of its requests to the next.
+func (s *run) promptSeed(req *request) uint64 {
+	tokens := req.tokens
+	if req.agent >= 0 && req.agent < len(s.agents) {
+		// The agent's prompt only grows within a generation: its digest is
+		// carried forward to this request's start and finished from there.
+		if a := s.agents[req.agent]; a.prompt != nil && a.promptGen == req.gen && a.kvLen <= req.base && req.base <= len(a.prompt) {
+			a.kv, a.kvLen = a.kv.WriteTokens(a.prompt[a.kvLen:req.base], a.kvLen), req.base
+			return a.kv.WriteTokens(tokens[req.base:], req.base).Seed()
+		}
+	}
 	n := len(s.system)
 	if n > 0 && len(tokens) >= n && slices.Equal(tokens[:n], s.system) {
 		return s.systemKV.WriteTokens(tokens[n:], n).Seed()
