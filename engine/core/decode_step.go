@@ -114,10 +114,22 @@ func (d *Decode) readSeed(req *DecodeReq) uint64 {
 		for t := 0; t < n; t += ps {
 			kv = pool.appendRead(kv, req.pages[0][t/ps], 0, min(ps, n-t)*per)
 		}
-	} else {
-		for t := range req.Tokens {
+	} else { // token by token, each rank's share in turn, a page's rows looked up once
+		var zeros [model.KVBytesPerToken]byte
+		rows := make([][]byte, len(d.ranks))
+		ps, n := d.cfg.PageSize, len(req.Tokens)
+		for t0 := 0; t0 < n; t0 += ps {
 			for r, rk := range d.ranks {
-				kv = rk.pool.appendRead(kv, req.pages[r][t/d.cfg.PageSize], (t%d.cfg.PageSize)*per, per)
+				rows[r] = rk.pool.page(req.pages[r][t0/ps])
+			}
+			for off := 0; off < min(ps, n-t0)*per; off += per {
+				for _, row := range rows {
+					if row == nil {
+						kv = append(kv, zeros[:per]...)
+					} else {
+						kv = append(kv, row[off:off+per]...)
+					}
+				}
 			}
 		}
 	}
@@ -484,6 +496,14 @@ func (d *Decode) Lens(rank int) DecodeLens {
 	rk := d.ranks[rank]
 	return DecodeLens{Prealloc: len(rk.prealloc), Transfer: len(rk.transfer), Running: len(d.running),
 		PagesUsed: rk.pool.Used(), PagesTotal: rk.pool.Total(), AwaitingAck: len(d.awaiting), Pages: rk.pool.Accounting()}
+}
+
+// Holding is what rank holds in its queues (Lens's Prealloc, Transfer,
+// Running and AwaitingAck summed) without the page accounting, for a
+// caller that asks often (the simulator's drain).
+func (d *Decode) Holding(rank int) int {
+	rk := d.ranks[rank]
+	return len(rk.prealloc) + len(rk.transfer) + len(d.running) + len(d.awaiting)
 }
 
 // Ranks returns the number of TP ranks.

@@ -128,6 +128,15 @@ func (p *PagePool) appendRead(b []byte, page uint32, off, n int) []byte {
 	return b
 }
 
+// page is page's bytes, nil if never written or out of range (it reads
+// as zeros).
+func (p *PagePool) page(page uint32) []byte {
+	if int(page) < len(p.data) {
+		return p.data[page]
+	}
+	return nil
+}
+
 // writesTo sums the writes the pages took: a sum unchanged since an
 // earlier look means none of them was written since (counts only grow).
 func (p *PagePool) writesTo(pages []uint32) uint64 {
