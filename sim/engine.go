@@ -28,10 +28,10 @@ type actor struct {
 
 type worker struct {
 	actor
-	rank, w int
-	conn    string // its KV connection, kv/RANK#wW
-	state   int
-	chunk   *core.Chunk
+	rank, w    int
+	conn, back string // its KV connection, kv/RANK#wW, and the way back (conn<)
+	state      int
+	chunk      *core.Chunk
 }
 
 // Worker states, as the live worker loop moves through them.
@@ -245,9 +245,10 @@ func (s *run) workerStep(wk *worker) {
 // decode's KV listener and ends the worker's step on decode's reply.
 func (s *run) sendChunk(wk *worker) {
 	c := wk.chunk
-	name := wk.conn
+	name, back := wk.conn, wk.back
 	if c.Rank != wk.rank { // a worker writes its own rank's chunks
 		name = fmt.Sprintf("%s#w%d", contract.KVLink(c.Rank), wk.w)
+		back = name + "<"
 	}
 	kvLink := s.linkName(s.names.kv, c.Rank, contract.KVLink)
 	end := func(err error) {
@@ -272,22 +273,22 @@ func (s *run) sendChunk(wk *worker) {
 	}
 	s.transmit(name, &msg{kind: "chunk", room: c.Room, desc: desc, deliver: func() {
 		if s.frozen("decode") {
-			s.after(time.Millisecond, name, func() { s.redeliver(wk, name, end) })
+			s.after(time.Millisecond, name, func() { s.redeliver(wk, name, back, end) })
 			return
 		}
-		s.landChunk(wk, name, end)
+		s.landChunk(wk, back, end)
 	}})
 }
 
-func (s *run) redeliver(wk *worker, name string, end func(error)) {
+func (s *run) redeliver(wk *worker, name, back string, end func(error)) {
 	if s.frozen("decode") {
-		s.after(time.Millisecond, name, func() { s.redeliver(wk, name, end) })
+		s.after(time.Millisecond, name, func() { s.redeliver(wk, name, back, end) })
 		return
 	}
-	s.landChunk(wk, name, end)
+	s.landChunk(wk, back, end)
 }
 
-func (s *run) landChunk(wk *worker, name string, end func(error)) {
+func (s *run) landChunk(wk *worker, back string, end func(error)) {
 	c := wk.chunk
 	now := s.wall()
 	// The name is checked before anything is written, as the live KV
@@ -303,7 +304,7 @@ func (s *run) landChunk(wk *worker, name string, end func(error)) {
 		err = errors.New("decode reports the room inactive")
 	}
 	s.kick(&s.dSched)
-	s.put(s.link(name+"<"), &msg{kind: "kv-reply", room: c.Room, deliver: func() { end(err) }}, 0, true)
+	s.put(s.link(back), &msg{kind: "kv-reply", room: c.Room, deliver: func() { end(err) }}, 0, true)
 }
 
 // --- decode ---

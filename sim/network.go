@@ -121,12 +121,15 @@ func (s *run) put(l *link, m *msg, extra time.Duration, fifo bool) {
 	if extra > 0 {
 		s.tracef("net", "%s %s on %s delayed %v", m.kind, m.desc, l.name, extra)
 	}
-	s.at(at, l.name, func() {
-		if s.trace != nil {
-			s.tracef(traceLabel(l.name), "recv %s %s", m.kind, m.desc)
-		}
-		m.deliver()
-	})
+	s.arriveAt(at, l, m)
+}
+
+// arrive delivers m on l.
+func (w *world) arrive(l *link, m *msg) {
+	if w.trace != nil {
+		w.tracef(traceLabel(l.name), "recv %s %s", m.kind, m.desc)
+	}
+	m.deliver()
 }
 
 // traceLabel is the actor a link's deliveries are traced under: a router

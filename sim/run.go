@@ -135,6 +135,7 @@ func newRun(cfg Config, seed uint64, opts Options) *run {
 		var ws []*worker
 		for w := range ec.TransferWorkers {
 			wk := &worker{actor: actor{name: fmt.Sprintf("prefill/w%d.%d", r, w)}, rank: r, w: w, conn: fmt.Sprintf("%s#w%d", contract.KVLink(r), w)}
+			wk.back = wk.conn + "<"
 			wk.step = func() { s.workerStep(wk) }
 			ws = append(ws, wk)
 		}
@@ -217,8 +218,7 @@ func (s *run) settled() bool {
 		return false
 	}
 	for r := range s.d.Ranks() {
-		l := s.d.Lens(r)
-		if l.Prealloc+l.Transfer+l.Running+l.AwaitingAck > 0 {
+		if s.d.Holding(r) > 0 {
 			return false
 		}
 	}

@@ -15,12 +15,22 @@ var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 // event is one due actor step. Events due at the same instant run in the
 // order of key, drawn from the run's generator when the event is queued:
 // that draw is the scheduler's choice among runnable actors. (at, key,
-// seq) orders events totally, so the queue's shape never shows.
+// seq) orders events totally, so the queue's shape never shows. What runs
+// is in the world's jobs[job]: the heap itself holds no pointers, so
+// moving events costs the collector nothing.
 type event struct {
 	at  time.Duration
 	key uint64
 	seq uint64
-	fn  func()
+	job int32
+}
+
+// job is what an event does: fn, or m's arrival on l (no closure per
+// message).
+type job struct {
+	fn func()
+	m  *msg
+	l  *link
 }
 
 func (e *event) before(o *event) bool {
@@ -33,7 +43,7 @@ func (e *event) before(o *event) bool {
 	return e.seq < o.seq
 }
 
-// eventHeap is a binary min-heap of events by value: a run queues tens of
+// eventHeap is a 4-ary min-heap of events by value: a run queues tens of
 // thousands, and container/heap's interface calls and one allocation per
 // event were a tenth of a run's time.
 type eventHeap []event
@@ -41,39 +51,48 @@ type eventHeap []event
 func (h *eventHeap) push(e event) {
 	*h = append(*h, e)
 	q := *h
-	for i := len(q) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !q[i].before(&q[p]) {
+	i := len(q) - 1
+	for i > 0 {
+		p := (i - 1) / 4
+		if !e.before(&q[p]) {
 			break
 		}
-		q[i], q[p] = q[p], q[i]
+		q[i] = q[p]
 		i = p
 	}
+	q[i] = e
 }
 
 func (h *eventHeap) pop() event {
 	q := *h
-	e := q[0]
+	top := q[0]
 	n := len(q) - 1
-	q[0] = q[n]
-	q[n] = event{} // drop the closure for the collector
+	e := q[n]
 	q = q[:n]
 	*h = q
-	for i := 0; ; {
-		c := 2*i + 1
+	if n == 0 {
+		return top
+	}
+	i := 0
+	for {
+		c := 4*i + 1
 		if c >= n {
 			break
 		}
-		if c+1 < n && q[c+1].before(&q[c]) {
-			c++
+		m := c // the least child
+		for k := c + 1; k < min(c+4, n); k++ {
+			if q[k].before(&q[m]) {
+				m = k
+			}
 		}
-		if !q[c].before(&q[i]) {
+		if !q[m].before(&e) {
 			break
 		}
-		q[i], q[c] = q[c], q[i]
-		i = c
+		q[i] = q[m]
+		i = m
 	}
-	return e
+	q[i] = e
+	return top
 }
 
 // world is the scheduler, the virtual clock and the trace of one run.
@@ -81,6 +100,8 @@ type world struct {
 	rng   *rand.Rand
 	now   time.Duration
 	q     eventHeap
+	jobs  []job   // by event.job
+	free  []int32 // jobs slots no event holds
 	seq   uint64
 	steps int64
 	trace *strings.Builder // nil: not tracing
@@ -107,9 +128,22 @@ func (w *world) wall() time.Time { return epoch.Add(w.now) }
 
 // at queues fn for actor at offset t (not before now). The actor names
 // who runs fn, for readers; the trace lines fn writes name it again.
-func (w *world) at(t time.Duration, actor string, fn func()) {
+func (w *world) at(t time.Duration, actor string, fn func()) { w.queue(t, job{fn: fn}) }
+
+// arriveAt queues m's arrival on l at t, as at queues a step.
+func (w *world) arriveAt(t time.Duration, l *link, m *msg) { w.queue(t, job{m: m, l: l}) }
+
+func (w *world) queue(t time.Duration, j job) {
 	w.seq++
-	w.q.push(event{at: max(t, w.now), key: w.rng.Uint64(), seq: w.seq, fn: fn})
+	var slot int32
+	if n := len(w.free); n > 0 {
+		slot, w.free = w.free[n-1], w.free[:n-1]
+		w.jobs[slot] = j
+	} else {
+		slot = int32(len(w.jobs))
+		w.jobs = append(w.jobs, j)
+	}
+	w.q.push(event{at: max(t, w.now), key: w.rng.Uint64(), seq: w.seq, job: slot})
 }
 
 // after queues fn for actor d from now.
@@ -120,9 +154,16 @@ func (w *world) after(d time.Duration, actor string, fn func()) { w.at(w.now+d, 
 func (w *world) runUntil(end time.Duration, stop func() bool) {
 	for len(w.q) > 0 && w.q[0].at <= end {
 		e := w.q.pop()
+		j := w.jobs[e.job]
+		w.jobs[e.job] = job{} // let the collector have what it held
+		w.free = append(w.free, e.job)
 		w.now = e.at
 		w.steps++
-		e.fn()
+		if j.m != nil {
+			w.arrive(j.l, j.m)
+		} else {
+			j.fn()
+		}
 		if stop != nil && stop() {
 			return
 		}
