@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -301,7 +302,7 @@ func (p *Prefill) WorkerSend(now time.Time, rank, w int) bool {
 		p.release(now, rank, w)
 		return false
 	}
-	r.status.Update(now, c.Room, Transferring, WriterWorker, fmt.Sprintf("chunk %d start", c.ID))
+	r.status.Update(now, c.Room, Transferring, WriterWorker, "chunk "+strconv.Itoa(c.ID)+" start")
 	return true
 }
 
