@@ -90,9 +90,9 @@ func newSimCmd() *cobra.Command {
 					fmt.Fprintf(out, "  %s\n", r.Swarm)
 				}
 			}
-			fmt.Fprintf(out, "%s: %d seeds, %d failing, %v wall (%.1f seeds/s, %.0f simulated requests/s, %d workers)\n",
+			fmt.Fprintf(out, "%s: %d seeds, %d failing, %v wall (%.1f seeds/s, %d simulated requests, %.0f simulated requests/s, %d workers)\n",
 				cfg.Name, sum.Seeds, len(sum.Failing), wall.Round(time.Millisecond), float64(sum.Seeds)/wall.Seconds(),
-				float64(sum.Requests)/wall.Seconds(), workers)
+				sum.Requests, float64(sum.Requests)/wall.Seconds(), workers)
 			byChecker := map[string]int{}
 			for _, r := range sum.Failing {
 				for _, c := range r.Checks.Failed() {
