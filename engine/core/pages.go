@@ -13,6 +13,10 @@ type PagePool struct {
 	refs      []int    // allocations holding each page: more than 1 is a page owned twice
 	writes    []uint64 // writes each page took: a reader's unchanged sum means unchanged bytes
 	listed    []int32  // Accounting's scratch: times each page is on the free list
+	// odd is set once Free took a page no allocation held, or one two
+	// held: until then every page is either listed free once and held by
+	// none, or held by one and not listed, and Accounting needs no count.
+	odd bool
 }
 
 // PageAccounting is a pool's bookkeeping as the metrics export it. A sound
@@ -55,6 +59,9 @@ func (p *PagePool) Alloc(n int, room uint64) ([]uint32, bool) {
 // reports.
 func (p *PagePool) Free(pages []uint32) {
 	for i := len(pages) - 1; i >= 0; i-- {
+		if p.refs[pages[i]] != 1 {
+			p.odd = true
+		}
 		p.owner[pages[i]] = 0
 		if p.refs[pages[i]] > 0 {
 			p.refs[pages[i]]--
@@ -66,6 +73,15 @@ func (p *PagePool) Free(pages []uint32) {
 // Accounting counts the pool's pages by owner and free list.
 func (p *PagePool) Accounting() PageAccounting {
 	a := PageAccounting{Free: len(p.free), Total: len(p.data)}
+	if !p.odd {
+		a.Used = len(p.data) - len(p.free)
+		return a
+	}
+	return p.count(a)
+}
+
+// count is Accounting page by page.
+func (p *PagePool) count(a PageAccounting) PageAccounting {
 	if len(p.listed) != len(p.data) {
 		p.listed = make([]int32, len(p.data))
 	}
