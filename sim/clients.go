@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,8 +17,10 @@ type request struct {
 	id, agent, inc, session, turn, sub int
 	probe                              bool
 	rid                                string
+	toP, toD, fromD                    string // the router's connections for it (link#rid)
 	room                               uint64
 	tokens                             []model.Token
+	gen, base                          int // its agent's prompt generation; tokens[:base] is that prompt's start
 	maxNew                             int
 	start, first                       time.Duration
 	got                                int
@@ -32,6 +35,10 @@ type request struct {
 type agentState struct {
 	id, inc, session, turn, turns int
 	context                       []model.Token
+	prompt                        []model.Token // system prompt and context, built once and grown with the context; nil: rebuild
+	promptGen                     int           // prompts built so far: a request's tokens start with prompt while it is its gen
+	kv                            model.Digest  // the KV of prompt[:kvLen] digested, for promptSeed
+	kvLen                         int
 	inflight                      map[*request]bool
 }
 
@@ -39,6 +46,7 @@ type agentState struct {
 func (s *run) startClients() {
 	c := s.clients
 	s.system = s.words(c.SystemPromptWords)
+	s.systemKV = model.NewDigest().WriteTokens(s.system, 0)
 	for i := range c.Agents {
 		a := &agentState{id: i, inflight: map[*request]bool{}}
 		s.agents = append(s.agents, a)
@@ -76,6 +84,7 @@ func (s *run) newSession(a *agentState) {
 	a.turn = 0
 	a.turns = 1 + s.rng.IntN(s.clients.TurnsPerSession)
 	a.context = s.words(s.clients.UserPromptWords)
+	a.prompt = nil
 }
 
 // turn sends one turn of agent a: a request, maybe with sub-requests.
@@ -90,12 +99,20 @@ func (s *run) turn(a *agentState) {
 		subs = 1 + s.rng.IntN(c.MaxSubRequests)
 	}
 	left := subs + 1
+	if a.prompt == nil {
+		a.prompt = append(append([]model.Token(nil), s.system...), a.context...)
+		a.promptGen++
+		a.kv, a.kvLen = s.systemKV, len(s.system)
+	}
 	for sub := 0; sub <= subs; sub++ {
-		prompt := append(append([]model.Token(nil), s.system...), a.context...)
+		// Requests share the agent's prompt (no one writes a request's
+		// tokens); capped, so an append copies.
+		prompt := a.prompt[:len(a.prompt):len(a.prompt)]
 		if sub > 0 {
 			prompt = append(prompt, s.words(8)...)
 		}
 		req := s.newRequest(a, sub, prompt)
+		req.gen, req.base = a.promptGen, len(a.prompt)
 		a.inflight[req] = true
 		req.onEnd = func() {
 			delete(a.inflight, req)
@@ -118,9 +135,13 @@ func (s *run) nextTurn(a *agentState) {
 	if a.turn >= a.turns {
 		s.newSession(a)
 	} else {
-		a.context = append(a.context, s.words(c.ToolOutputWords/2+s.rng.IntN(c.ToolOutputWords/2+1))...)
+		out := s.words(c.ToolOutputWords/2 + s.rng.IntN(c.ToolOutputWords/2+1))
+		a.context = append(a.context, out...)
 		if over := len(a.context) - c.MaxContextWords; over > 0 {
 			a.context = a.context[over:]
+			a.prompt = nil
+		} else if a.prompt != nil {
+			a.prompt = append(a.prompt, out...)
 		}
 	}
 	s.turn(a)
@@ -151,11 +172,13 @@ func (s *run) newRequest(a *agentState, sub int, prompt []model.Token) *request 
 func (s *run) send(req *request) {
 	req.room = s.rng.Uint64()>>1 + 1
 	req.rid = fmt.Sprintf("gen-%016x", req.room)
+	req.toP, req.toD, req.fromD = contract.LinkRouterPrefill+"#"+req.rid, contract.LinkRouterDecode+"#"+req.rid, contract.LinkRouterDecode+"#"+req.rid+"<"
 	req.start = s.now
 	req.pLive, req.dLive = true, true
 	s.tracef("router", "send rid=%s room=%d agent=%d tokens=%d max=%d plan=%q", req.rid, req.room, req.agent, len(req.tokens), req.maxNew, req.plan)
-	s.transmit(contract.LinkRouterPrefill+"#"+req.rid, &msg{kind: "http", room: req.room, desc: "generate " + req.rid, deliver: func() { s.prefillGenerate(req) }})
-	s.transmit(contract.LinkRouterDecode+"#"+req.rid, &msg{kind: "http", room: req.room, desc: "generate " + req.rid, deliver: func() { s.decodeGenerate(req) }})
+	desc := s.describe("generate ", req.rid)
+	s.transmit(req.toP, &msg{kind: "http", room: req.room, desc: desc, deliver: func() { s.prefillGenerate(req) }})
+	s.transmit(req.toD, &msg{kind: "http", room: req.room, desc: desc, deliver: func() { s.decodeGenerate(req) }})
 	hang := s.clients.HangTimeout
 	if req.probe {
 		hang = s.checks.ProbeDeadline
@@ -211,7 +234,7 @@ func (s *run) decodeGenerate(req *request) {
 
 // toClient carries something from decode back through the router.
 func (s *run) toClient(req *request, what string, fn func()) {
-	s.transmit(contract.LinkRouterDecode+"#"+req.rid+"<", &msg{kind: "http", room: req.room, desc: what + " " + req.rid, deliver: fn})
+	s.transmit(req.fromD, &msg{kind: "http", room: req.room, desc: s.describe(what+" ", req.rid), deliver: fn})
 }
 
 func (s *run) onToken(req *request, piece string, done bool) {
@@ -227,7 +250,7 @@ func (s *run) onToken(req *request, piece string, done bool) {
 		o := outcome.Outcome{Kind: outcome.KindCompleted, FinishReason: "length"}
 		// The expected answer is computed only for answers that complete:
 		// digesting the prompt's KV is most of a request's cost.
-		want := model.Generate(model.Seed(model.PromptKV(req.tokens)), req.maxNew)
+		want := model.Generate(s.promptSeed(req), req.maxNew)
 		if got := req.answer.String(); got != want {
 			o.Integrity = "answer differs from the model's"
 			o.Expected, o.Got = want, got
@@ -238,6 +261,26 @@ func (s *run) onToken(req *request, piece string, done bool) {
 	if req.plan == outcome.CancelDecode && req.got == req.cancelAt {
 		s.cancel(req, outcome.ReasonCancel)
 	}
+}
+
+// promptSeed is model.Seed(model.PromptKV(req.tokens)), with the shared
+// system prompt's part digested once per run and an agent's prompt's part
+// carried from one of its requests to the next.
+func (s *run) promptSeed(req *request) uint64 {
+	tokens := req.tokens
+	if req.agent >= 0 && req.agent < len(s.agents) {
+		// The agent's prompt only grows within a generation: its digest is
+		// carried forward to this request's start and finished from there.
+		if a := s.agents[req.agent]; a.prompt != nil && a.promptGen == req.gen && a.kvLen <= req.base && req.base <= len(a.prompt) {
+			a.kv, a.kvLen = a.kv.WriteTokens(a.prompt[a.kvLen:req.base], a.kvLen), req.base
+			return a.kv.WriteTokens(tokens[req.base:], req.base).Seed()
+		}
+	}
+	n := len(s.system)
+	if n > 0 && len(tokens) >= n && slices.Equal(tokens[:n], s.system) {
+		return s.systemKV.WriteTokens(tokens[n:], n).Seed()
+	}
+	return model.NewDigest().WriteTokens(tokens, 0).Seed()
 }
 
 func (s *run) onError(req *request, status int, message string) {
@@ -260,7 +303,7 @@ func (s *run) closeUpstream(req *request) {
 	if req.pLive || req.dLive {
 		s.rprobes.Hit(contract.ProbeRouterClientLeftEarly)
 	}
-	s.transmit(contract.LinkRouterPrefill+"#"+req.rid, &msg{kind: "http", room: req.room, desc: "close " + req.rid, deliver: func() {
+	s.transmit(req.toP, &msg{kind: "http", room: req.room, desc: s.describe("close ", req.rid), deliver: func() {
 		if !req.pLive {
 			s.tracef("prefill/http", "close rid=%s: prefill already answered", req.rid)
 			return
@@ -274,7 +317,7 @@ func (s *run) closeUpstream(req *request) {
 		}
 		s.kick(&s.pSched)
 	}})
-	s.transmit(contract.LinkRouterDecode+"#"+req.rid, &msg{kind: "http", room: req.room, desc: "close " + req.rid, deliver: func() {
+	s.transmit(req.toD, &msg{kind: "http", room: req.room, desc: s.describe("close ", req.rid), deliver: func() {
 		if !req.dLive {
 			return
 		}

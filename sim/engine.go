@@ -23,13 +23,15 @@ type actor struct {
 	name   string
 	queued bool
 	step   func()
+	fire   func() // a kicked step: clears queued, then steps
 }
 
 type worker struct {
 	actor
-	rank, w int
-	state   int
-	chunk   *core.Chunk
+	rank, w    int
+	conn, back string // its KV connection, kv/RANK#wW, and the way back (conn<)
+	state      int
+	chunk      *core.Chunk
 }
 
 // Worker states, as the live worker loop moves through them.
@@ -45,16 +47,42 @@ type inbox struct {
 	frames [][][]byte
 }
 
+// linkNames are the per-rank link names, made once per run.
+type linkNames struct {
+	ctl, notify, kv []string
+}
+
+func newLinkNames(ranks int) linkNames {
+	var n linkNames
+	for r := range ranks {
+		n.ctl = append(n.ctl, contract.ControlLink(r))
+		n.notify = append(n.notify, contract.ControlLink(r)+"#notify")
+		n.kv = append(n.kv, contract.KVLink(r))
+	}
+	return n
+}
+
+// linkName is names[rank], or mk(rank) for a rank out of the table.
+func (s *run) linkName(names []string, rank int, mk func(int) string) string {
+	if rank >= 0 && rank < len(names) {
+		return names[rank]
+	}
+	return mk(rank)
+}
+
 // kick makes a actor runnable; the scheduler picks when among the others.
 func (s *run) kick(a *actor) {
 	if a.queued {
 		return
 	}
 	a.queued = true
-	s.after(s.between(0, 50*time.Microsecond), a.name, func() {
-		a.queued = false
-		a.step()
-	})
+	if a.fire == nil { // one closure per actor, not one per kick
+		a.fire = func() {
+			a.queued = false
+			a.step()
+		}
+	}
+	s.after(s.between(0, 50*time.Microsecond), a.name, a.fire)
 }
 
 // stopped reports whether a fault window holds the actor, counting it as
@@ -152,7 +180,7 @@ func (s *run) prefillOut() {
 		n := s.notify[rank-notifyBase]
 		frames := o.Frames
 		kind, room := s.noticeKind(frames)
-		s.transmit(contract.ControlLink(o.Rank)+"#notify", &msg{kind: kind, room: room, desc: framesString(frames), deliver: func() {
+		s.transmit(s.linkName(s.names.notify, o.Rank, func(r int) string { return contract.ControlLink(r) + "#notify" }), &msg{kind: kind, room: room, desc: s.framesDesc(frames), deliver: func() {
 			n.frames = append(n.frames, frames)
 			s.kick(&n.actor)
 		}})
@@ -223,7 +251,12 @@ func (s *run) workerStep(wk *worker) {
 // decode's KV listener and ends the worker's step on decode's reply.
 func (s *run) sendChunk(wk *worker) {
 	c := wk.chunk
-	name := fmt.Sprintf("%s#w%d", contract.KVLink(c.Rank), wk.w)
+	name, back := wk.conn, wk.back
+	if c.Rank != wk.rank { // a worker writes its own rank's chunks
+		name = fmt.Sprintf("%s#w%d", contract.KVLink(c.Rank), wk.w)
+		back = name + "<"
+	}
+	kvLink := s.linkName(s.names.kv, c.Rank, contract.KVLink)
 	end := func(err error) {
 		s.tracef(wk.name, "end room=%d chunk=%d err=%v", c.Room, c.ID, err)
 		s.p.WorkerEnd(s.wall(), wk.rank, wk.w, err)
@@ -233,31 +266,35 @@ func (s *run) sendChunk(wk *worker) {
 		s.kick(&wk.actor)
 	}
 	for _, wn := range s.windows {
-		if wn.active && wn.f.Link == contract.KVLink(c.Rank) && (wn.f.Kind == "reset-peer" || wn.f.Kind == "link-down" || wn.f.Kind == "timeout") {
+		if wn.active && wn.f.Link == kvLink && (wn.f.Kind == "reset-peer" || wn.f.Kind == "link-down" || wn.f.Kind == "timeout") {
 			wn.affected++
 			s.pprobes.Hit(contract.ProbePrefillKVWriteFailed)
 			s.after(s.baseLatency(), wk.name, func() { end(errors.New("write kv chunk: connection reset")) })
 			return
 		}
 	}
-	s.transmit(name, &msg{kind: "chunk", room: c.Room, desc: fmt.Sprintf("room=%d chunk=%d", c.Room, c.ID), deliver: func() {
+	desc := ""
+	if s.trace != nil {
+		desc = fmt.Sprintf("room=%d chunk=%d", c.Room, c.ID)
+	}
+	s.transmit(name, &msg{kind: "chunk", room: c.Room, desc: desc, deliver: func() {
 		if s.frozen("decode") {
-			s.after(time.Millisecond, name, func() { s.redeliver(wk, name, end) })
+			s.after(time.Millisecond, name, func() { s.redeliver(wk, name, back, end) })
 			return
 		}
-		s.landChunk(wk, name, end)
+		s.landChunk(wk, back, end)
 	}})
 }
 
-func (s *run) redeliver(wk *worker, name string, end func(error)) {
+func (s *run) redeliver(wk *worker, name, back string, end func(error)) {
 	if s.frozen("decode") {
-		s.after(time.Millisecond, name, func() { s.redeliver(wk, name, end) })
+		s.after(time.Millisecond, name, func() { s.redeliver(wk, name, back, end) })
 		return
 	}
-	s.landChunk(wk, name, end)
+	s.landChunk(wk, back, end)
 }
 
-func (s *run) landChunk(wk *worker, name string, end func(error)) {
+func (s *run) landChunk(wk *worker, back string, end func(error)) {
 	c := wk.chunk
 	now := s.wall()
 	// The name is checked before anything is written, as the live KV
@@ -273,9 +310,9 @@ func (s *run) landChunk(wk *worker, name string, end func(error)) {
 		err = errors.New("decode reports the room inactive")
 	}
 	s.kick(&s.dSched)
-	s.put(s.link(name+"<"), &msg{kind: "kv-reply", room: c.Room, deliver: func() {
+	s.put(s.link(back), &msg{kind: "kv-reply", room: c.Room, deliver: func() {
 		if rest := s.cfg.KVWriteLatency - s.cfg.KVWriteLatency/2; rest > 0 {
-			s.after(rest, name, func() { end(err) }) // the completion comes back at the end
+			s.after(rest, wk.name, func() { end(err) }) // the completion comes back at the end
 			return
 		}
 		end(err)
@@ -296,7 +333,11 @@ func (s *run) decodeStep() {
 				delete(s.streams, t.Rid)
 				req.dLive = false
 			}
-			s.toClient(req, fmt.Sprintf("token %d", t.Index), func() { s.onToken(req, t.Piece, t.Done) })
+			what := ""
+			if s.trace != nil {
+				what = fmt.Sprintf("token %d", t.Index)
+			}
+			s.toClient(req, what, func() { s.onToken(req, t.Piece, t.Done) })
 		}
 	}
 	for _, f := range res.Finished {
@@ -349,7 +390,7 @@ func (s *run) sendControl(rank int, frames [][]byte) {
 	}
 	b := s.boot[rank]
 	kind, room := s.controlKind(frames)
-	s.transmit(contract.ControlLink(rank), &msg{kind: kind, room: room, desc: framesString(frames), deliver: func() {
+	s.transmit(s.linkName(s.names.ctl, rank, contract.ControlLink), &msg{kind: kind, room: room, desc: s.framesDesc(frames), deliver: func() {
 		b.frames = append(b.frames, frames)
 		s.kick(&b.actor)
 	}})

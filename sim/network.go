@@ -121,18 +121,46 @@ func (s *run) put(l *link, m *msg, extra time.Duration, fifo bool) {
 	if extra > 0 {
 		s.tracef("net", "%s %s on %s delayed %v", m.kind, m.desc, l.name, extra)
 	}
-	label := l.name
-	if strings.HasPrefix(label, "router-") { // one connection per request: the desc names it
+	s.arriveAt(at, l, m)
+}
+
+// arrive delivers m on l.
+func (w *world) arrive(l *link, m *msg) {
+	if w.trace != nil {
+		w.tracef(traceLabel(l.name), "recv %s %s", m.kind, m.desc)
+	}
+	m.deliver()
+}
+
+// traceLabel is the actor a link's deliveries are traced under: a router
+// link carries one connection per request, and the desc names it.
+func traceLabel(conn string) string {
+	label := conn
+	if strings.HasPrefix(label, "router-") {
 		base, _, _ := strings.Cut(label, "#")
 		label = base
-		if strings.HasSuffix(l.name, "<") {
+		if strings.HasSuffix(conn, "<") {
 			label += "<"
 		}
 	}
-	s.at(at, l.name, func() {
-		s.tracef(label, "recv %s %s", m.kind, m.desc)
-		m.deliver()
-	})
+	return label
+}
+
+// describe is a message's desc for the trace: a+b, or "" when not
+// tracing (nothing else reads it).
+func (s *run) describe(a, b string) string {
+	if s.trace == nil {
+		return ""
+	}
+	return a + b
+}
+
+// framesDesc is framesString(f) when tracing, else "".
+func (s *run) framesDesc(f [][]byte) string {
+	if s.trace == nil {
+		return ""
+	}
+	return framesString(f)
 }
 
 func (s *run) hold(wn *window, l *link, m *msg, left int) {

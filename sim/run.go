@@ -59,6 +59,7 @@ type run struct {
 
 	windows []*window
 	links   map[string]*link
+	names   linkNames
 
 	pSched, dSched          actor
 	forwarding, pendingStep bool
@@ -72,6 +73,7 @@ type run struct {
 	pwait   map[string]*request
 
 	system   []model.Token
+	systemKV model.Digest // the system prompt's KV digested (promptSeed)
 	agents   []*agentState
 	nreq     int
 	loadEnd  time.Duration
@@ -118,6 +120,7 @@ func newRun(cfg Config, seed uint64, opts Options) *run {
 		agents = append(agents, core.DecodeAgent{IP: decodeIP, NotifyPort: notifyBase + r, Name: s.wire.AgentName(fmt.Sprintf("decode-agent-%d", r), kv), KVAddr: kv})
 	}
 	s.helloNeeded = make([]bool, ec.TP)
+	s.names = newLinkNames(ec.TP)
 	s.d = core.NewDecode(core.DecodeConfig{Ranks: ec.TP, PageSize: ec.PageSize, Pages: ec.Pages, WaitingTimeout: ec.WaitingTimeout,
 		AckTimeout: ec.AckTimeout, Agents: agents, Regressions: reg, Wire: ec.Wire, Probes: s.dprobes}, s.dh)
 	s.pSched = actor{name: "prefill/sched", step: s.prefillStep}
@@ -131,7 +134,8 @@ func newRun(cfg Config, seed uint64, opts Options) *run {
 		s.notify = append(s.notify, n)
 		var ws []*worker
 		for w := range ec.TransferWorkers {
-			wk := &worker{actor: actor{name: fmt.Sprintf("prefill/w%d.%d", r, w)}, rank: r, w: w}
+			wk := &worker{actor: actor{name: fmt.Sprintf("prefill/w%d.%d", r, w)}, rank: r, w: w, conn: fmt.Sprintf("%s#w%d", contract.KVLink(r), w)}
+			wk.back = wk.conn + "<"
 			wk.step = func() { s.workerStep(wk) }
 			ws = append(ws, wk)
 		}
@@ -214,14 +218,13 @@ func (s *run) settled() bool {
 		return false
 	}
 	for r := range s.d.Ranks() {
-		l := s.d.Lens(r)
-		if l.Prealloc+l.Transfer+l.Running+l.AwaitingAck > 0 {
+		if s.d.Holding(r) > 0 {
 			return false
 		}
 	}
-	ph, _ := s.ph.Snapshot()
-	dh, _ := s.dh.Snapshot()
-	return len(ph) == 0 && len(dh) == 0
+	ph, _ := s.ph.Counts()
+	dh, _ := s.dh.Counts()
+	return ph == 0 && dh == 0
 }
 
 // liveness sends the probes one after another, each with its deadline.
@@ -340,14 +343,13 @@ func (s *run) snapRooms(final bool) {
 		role string
 		h    *core.History
 	}{{"prefill", s.ph}, {"decode", s.dh}} {
-		held, cleared := side.h.Snapshot()
-		snap := check.RoomsSnap{Role: side.role, Held: held, Cleared: len(cleared), Final: final}
+		var snap check.RoomsSnap
 		if final {
-			snap.Ended = cleared
+			held, cleared := side.h.Snapshot()
+			snap = check.RoomsSnap{Role: side.role, Held: held, Cleared: len(cleared), Final: final, Ended: cleared}
 		} else {
-			for i := range snap.Held {
-				snap.Held[i].Events = nil
-			}
+			_, cleared := side.h.Counts()                                                  // the cleared rooms' copies are not kept
+			snap = check.RoomsSnap{Role: side.role, Held: side.h.Held(), Cleared: cleared} // without events, as ever
 		}
 		s.emit(check.Event{Type: check.EvRooms, Source: "sim/" + side.role, Rooms: &snap})
 	}

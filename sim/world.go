@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -15,34 +14,85 @@ var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // event is one due actor step. Events due at the same instant run in the
 // order of key, drawn from the run's generator when the event is queued:
-// that draw is the scheduler's choice among runnable actors.
+// that draw is the scheduler's choice among runnable actors. (at, key,
+// seq) orders events totally, so the queue's shape never shows. What runs
+// is in the world's jobs[job]: the heap itself holds no pointers, so
+// moving events costs the collector nothing.
 type event struct {
-	at    time.Duration
-	key   uint64
-	seq   uint64
-	actor string
-	fn    func()
+	at  time.Duration
+	key uint64
+	seq uint64
+	job int32
 }
 
-type eventHeap []*event
-
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	if h[i].key != h[j].key {
-		return h[i].key < h[j].key
-	}
-	return h[i].seq < h[j].seq
+// job is what an event does: fn, or m's arrival on l (no closure per
+// message).
+type job struct {
+	fn func()
+	m  *msg
+	l  *link
 }
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(*event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+
+func (e *event) before(o *event) bool {
+	if e.at != o.at {
+		return e.at < o.at
+	}
+	if e.key != o.key {
+		return e.key < o.key
+	}
+	return e.seq < o.seq
+}
+
+// eventHeap is a 4-ary min-heap of events by value: a run queues tens of
+// thousands, and container/heap's interface calls and one allocation per
+// event were a tenth of a run's time.
+type eventHeap []event
+
+func (h *eventHeap) push(e event) {
+	*h = append(*h, e)
+	q := *h
+	i := len(q) - 1
+	for i > 0 {
+		p := (i - 1) / 4
+		if !e.before(&q[p]) {
+			break
+		}
+		q[i] = q[p]
+		i = p
+	}
+	q[i] = e
+}
+
+func (h *eventHeap) pop() event {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	e := q[n]
+	q = q[:n]
+	*h = q
+	if n == 0 {
+		return top
+	}
+	i := 0
+	for {
+		c := 4*i + 1
+		if c >= n {
+			break
+		}
+		m := c // the least child
+		for k := c + 1; k < min(c+4, n); k++ {
+			if q[k].before(&q[m]) {
+				m = k
+			}
+		}
+		if !q[m].before(&e) {
+			break
+		}
+		q[i] = q[m]
+		i = m
+	}
+	q[i] = e
+	return top
 }
 
 // world is the scheduler, the virtual clock and the trace of one run.
@@ -50,6 +100,8 @@ type world struct {
 	rng   *rand.Rand
 	now   time.Duration
 	q     eventHeap
+	jobs  []job   // by event.job
+	free  []int32 // jobs slots no event holds
 	seq   uint64
 	steps int64
 	trace *strings.Builder // nil: not tracing
@@ -74,10 +126,24 @@ func newWorld(seed uint64, name string, trace bool) *world {
 // wall is the virtual wall clock the core is handed.
 func (w *world) wall() time.Time { return epoch.Add(w.now) }
 
-// at queues fn for actor at offset t (not before now).
-func (w *world) at(t time.Duration, actor string, fn func()) {
+// at queues fn for actor at offset t (not before now). The actor names
+// who runs fn, for readers; the trace lines fn writes name it again.
+func (w *world) at(t time.Duration, actor string, fn func()) { w.queue(t, job{fn: fn}) }
+
+// arriveAt queues m's arrival on l at t, as at queues a step.
+func (w *world) arriveAt(t time.Duration, l *link, m *msg) { w.queue(t, job{m: m, l: l}) }
+
+func (w *world) queue(t time.Duration, j job) {
 	w.seq++
-	heap.Push(&w.q, &event{at: max(t, w.now), key: w.rng.Uint64(), seq: w.seq, actor: actor, fn: fn})
+	var slot int32
+	if n := len(w.free); n > 0 {
+		slot, w.free = w.free[n-1], w.free[:n-1]
+		w.jobs[slot] = j
+	} else {
+		slot = int32(len(w.jobs))
+		w.jobs = append(w.jobs, j)
+	}
+	w.q.push(event{at: max(t, w.now), key: w.rng.Uint64(), seq: w.seq, job: slot})
 }
 
 // after queues fn for actor d from now.
@@ -86,11 +152,18 @@ func (w *world) after(d time.Duration, actor string, fn func()) { w.at(w.now+d, 
 // runUntil runs due events in order until none is due by end; the clock
 // then stands at end.
 func (w *world) runUntil(end time.Duration, stop func() bool) {
-	for w.q.Len() > 0 && w.q[0].at <= end {
-		e := heap.Pop(&w.q).(*event)
+	for len(w.q) > 0 && w.q[0].at <= end {
+		e := w.q.pop()
+		j := w.jobs[e.job]
+		w.jobs[e.job] = job{} // let the collector have what it held
+		w.free = append(w.free, e.job)
 		w.now = e.at
 		w.steps++
-		e.fn()
+		if j.m != nil {
+			w.arrive(j.l, j.m)
+		} else {
+			j.fn()
+		}
 		if stop != nil && stop() {
 			return
 		}

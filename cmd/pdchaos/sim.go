@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -66,6 +67,12 @@ func newSimCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{exitHarness, err}
 			}
+			if _, set := os.LookupEnv("GOGC"); !set {
+				// Seeds allocate fast and keep little: collecting at 5x
+				// the live heap instead of 2x takes a fifth off the wall
+				// time (GOGC in the environment still rules).
+				debug.SetGCPercent(400)
+			}
 			start := time.Now()
 			sum, err := sim.Explore(cmd.Context(), cfg, from, to, sim.ExploreOptions{Workers: workers, StopAtFirst: first, Checker: checker, Swarm: swarm})
 			wall := time.Since(start)
@@ -83,9 +90,9 @@ func newSimCmd() *cobra.Command {
 					fmt.Fprintf(out, "  %s\n", r.Swarm)
 				}
 			}
-			fmt.Fprintf(out, "%s: %d seeds, %d failing, %v wall (%.1f seeds/s, %.0f simulated requests/s, %d workers)\n",
+			fmt.Fprintf(out, "%s: %d seeds, %d failing, %v wall (%.1f seeds/s, %d simulated requests, %.0f simulated requests/s, %d workers)\n",
 				cfg.Name, sum.Seeds, len(sum.Failing), wall.Round(time.Millisecond), float64(sum.Seeds)/wall.Seconds(),
-				float64(sum.Requests)/wall.Seconds(), workers)
+				sum.Requests, float64(sum.Requests)/wall.Seconds(), workers)
 			byChecker := map[string]int{}
 			for _, r := range sum.Failing {
 				for _, c := range r.Checks.Failed() {

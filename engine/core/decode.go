@@ -91,6 +91,7 @@ type DecodeReq struct {
 	// the wire cannot refuse (Mooncake): the pages wait for an ACK.
 	unfenced  bool
 	seed      uint64
+	read      seedRead // last readSeed, reused while the pages are unwritten
 	generated int
 }
 
@@ -154,6 +155,7 @@ type Decode struct {
 	hung     bool
 	wire     Dialect
 	probes   *ProbeCounts
+	kv       kvDigests // readSeed's streams, resumed where they agree
 	// epochs is the epoch of decode's name towards each prefill
 	// (bootstrap address); names holds every name handed out, to tell a
 	// retired one from one decode never gave (decode_peers.go).

@@ -210,6 +210,16 @@ func (d *Decode) reregister(bootstrap string) {
 // times; after the last, the pages are freed and the prefill's name
 // retired, so a late write is refused rather than landing in them.
 func (d *Decode) expireAcks(now time.Time) {
+	due := false // most steps: none is due, and nothing to sort
+	for _, aw := range d.awaiting {
+		if now.Sub(aw.since) > d.cfg.AckTimeout {
+			due = true
+			break
+		}
+	}
+	if !due {
+		return
+	}
 	var giveUp []string
 	// Rooms in room order, not map order: the free list is LIFO, so the
 	// order decides which pages the next request gets, and what is resent

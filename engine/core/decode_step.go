@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -96,15 +97,89 @@ func (d *Decode) Step(now time.Time) (DecodeStepResult, error) {
 const attendEvery = 4
 
 // readSeed digests the prompt KV the request's pages hold now, across ranks.
+// A re-read of pages no write touched since the last one gives the same
+// seed, so it is taken from req.read instead of digesting the bytes again.
 func (d *Decode) readSeed(req *DecodeReq) uint64 {
+	var writes uint64
+	for r, rk := range d.ranks {
+		writes += rk.pool.writesTo(req.pages[r])
+	}
+	if m := &req.read; m.ok && m.writes == writes && m.tokens == len(req.Tokens) && samePages(m.pages, req.pages) {
+		return m.seed
+	}
 	per := model.KVBytesPerToken / len(d.ranks)
-	kv := make([]byte, 0, len(req.Tokens)*model.KVBytesPerToken)
-	for t := range req.Tokens {
-		for r, rk := range d.ranks {
-			kv = append(kv, rk.pool.Read(req.pages[r][t/d.cfg.PageSize], (t%d.cfg.PageSize)*per, per)...)
+	kv := d.kv.next[:0]
+	if len(d.ranks) == 1 { // a page's tokens lie in a row: read them in one piece
+		pool, ps, n := d.ranks[0].pool, d.cfg.PageSize, len(req.Tokens)
+		for t := 0; t < n; t += ps {
+			kv = pool.appendRead(kv, req.pages[0][t/ps], 0, min(ps, n-t)*per)
+		}
+	} else { // token by token, each rank's share in turn, a page's rows looked up once
+		var zeros [model.KVBytesPerToken]byte
+		rows := make([][]byte, len(d.ranks))
+		ps, n := d.cfg.PageSize, len(req.Tokens)
+		for t0 := 0; t0 < n; t0 += ps {
+			for r, rk := range d.ranks {
+				rows[r] = rk.pool.page(req.pages[r][t0/ps])
+			}
+			for off := 0; off < min(ps, n-t0)*per; off += per {
+				for _, row := range rows {
+					if row == nil {
+						kv = append(kv, zeros[:per]...)
+					} else {
+						kv = append(kv, row[off:off+per]...)
+					}
+				}
+			}
 		}
 	}
-	return model.Seed(kv)
+	seed := d.kv.seed(kv)
+	req.read = seedRead{ok: true, seed: seed, writes: writes, tokens: len(req.Tokens), pages: slices.Clone(req.pages)}
+	return seed
+}
+
+// kvDigests digests KV streams (a request's prompt KV read from its pages)
+// resuming from the last stream digested: streams share their start (the
+// system prompt every agent sends), and an FNV state depends only on the
+// bytes before it, so the blocks equal to the last stream's are not hashed
+// again. The seed is model.Seed of the stream, whatever came before.
+type kvDigests struct {
+	last, next []byte         // the last stream digested; a buffer for the next
+	marks      []model.Digest // marks[i]: the digest of last[:(i+1)*kvBlock]
+}
+
+const kvBlock = 1024
+
+func (k *kvDigests) seed(kv []byte) uint64 {
+	i := 0 // whole blocks equal to the last stream's
+	for i < len(k.marks) && (i+1)*kvBlock <= len(kv) && string(kv[i*kvBlock:(i+1)*kvBlock]) == string(k.last[i*kvBlock:(i+1)*kvBlock]) {
+		i++
+	}
+	dg := model.NewDigest()
+	if i > 0 {
+		dg = k.marks[i-1]
+	}
+	k.marks = k.marks[:i]
+	for off := i * kvBlock; off+kvBlock <= len(kv); off += kvBlock {
+		dg = dg.Write(kv[off : off+kvBlock])
+		k.marks = append(k.marks, dg)
+	}
+	dg = dg.Write(kv[len(k.marks)*kvBlock:])
+	k.last, k.next = kv, k.last
+	return dg.Seed()
+}
+
+// seedRead is a request's last digest of its pages and what it read.
+type seedRead struct {
+	ok     bool
+	seed   uint64
+	writes uint64 // the pages' write counts summed
+	tokens int
+	pages  [][]uint32 // per rank, the page lists read (the lists are never changed in place)
+}
+
+func samePages(a, b [][]uint32) bool {
+	return slices.EqualFunc(a, b, func(x, y []uint32) bool { return slices.Equal(x, y) })
 }
 
 func (d *Decode) preallocate(now time.Time) {
@@ -278,14 +353,16 @@ func (d *Decode) OnChunk(now time.Time, rank int, room uint64, id int, last bool
 		d.RefuseKV(now, rank, room, fmt.Sprintf("chunk %d payload of %d bytes is not whole tokens of %d bytes", id, len(payload), per))
 		return false
 	}
-	for k := 0; k*per < len(payload); k++ {
+	for k := 0; k*per < len(payload); {
 		t := first + k
 		idx := t/d.cfg.PageSize - first/d.cfg.PageSize
 		if idx >= len(pages) {
 			d.probes.Hit(contract.ProbeDecodeChunkOverrun)
 			break
 		}
-		_ = rk.pool.Write(pages[idx], (t%d.cfg.PageSize)*per, payload[k*per:(k+1)*per])
+		n := min(d.cfg.PageSize-t%d.cfg.PageSize, len(payload)/per-k) // this page's tokens, in one write
+		_ = rk.pool.Write(pages[idx], (t%d.cfg.PageSize)*per, payload[k*per:(k+n)*per])
+		k += n
 	}
 	req, ok := d.byRoom[room]
 	if !ok || req.stage() != stageTransfer {
@@ -427,6 +504,14 @@ func (d *Decode) Lens(rank int) DecodeLens {
 	rk := d.ranks[rank]
 	return DecodeLens{Prealloc: len(rk.prealloc), Transfer: len(rk.transfer), Running: len(d.running),
 		PagesUsed: rk.pool.Used(), PagesTotal: rk.pool.Total(), AwaitingAck: len(d.awaiting), Pages: rk.pool.Accounting()}
+}
+
+// Holding is what rank holds in its queues (Lens's Prealloc, Transfer,
+// Running and AwaitingAck summed) without the page accounting, for a
+// caller that asks often (the simulator's drain).
+func (d *Decode) Holding(rank int) int {
+	rk := d.ranks[rank]
+	return len(rk.prealloc) + len(rk.transfer) + len(d.running) + len(d.awaiting)
 }
 
 // Ranks returns the number of TP ranks.

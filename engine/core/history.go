@@ -164,24 +164,47 @@ func (h *History) retire(r *contract.RoomRecord) {
 // rooms. A record with only notes (an ABORT for a room this side never
 // created) is not held by any rank and is left out until it gets a status.
 func (h *History) Snapshot() (held, cleared []contract.RoomRecord) {
-	for _, r := range h.rooms {
-		if len(r.Ranks) > 0 {
-			held = append(held, copyRecord(r))
-		}
-	}
-	sort.Slice(held, func(i, j int) bool { return held[i].Created.Before(held[j].Created) })
+	held = h.held(true)
 	for _, r := range h.cleared {
-		cleared = append(cleared, copyRecord(r))
+		cleared = append(cleared, copyRecord(r, true))
 	}
 	return held, cleared
 }
 
-func copyRecord(r *contract.RoomRecord) contract.RoomRecord {
+// Held is Snapshot's held rooms without their events, for a caller that
+// would throw the events and the cleared copies away (the simulator's
+// periodic rooms snapshot).
+func (h *History) Held() []contract.RoomRecord { return h.held(false) }
+
+func (h *History) held(events bool) (held []contract.RoomRecord) {
+	for _, r := range h.rooms {
+		if len(r.Ranks) > 0 {
+			held = append(held, copyRecord(r, events))
+		}
+	}
+	sort.Slice(held, func(i, j int) bool { return held[i].Created.Before(held[j].Created) })
+	return held
+}
+
+// Counts is len of Snapshot's two lists, copying nothing.
+func (h *History) Counts() (held, cleared int) {
+	for _, r := range h.rooms {
+		if len(r.Ranks) > 0 {
+			held++
+		}
+	}
+	return held, len(h.cleared)
+}
+
+func copyRecord(r *contract.RoomRecord, events bool) contract.RoomRecord {
 	c := *r
 	c.Ranks = make(map[int]string, len(r.Ranks))
 	for k, v := range r.Ranks {
 		c.Ranks[k] = v
 	}
-	c.Events = append([]contract.Event(nil), r.Events...)
+	c.Events = nil
+	if events {
+		c.Events = append([]contract.Event(nil), r.Events...)
+	}
 	return c
 }

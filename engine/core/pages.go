@@ -11,6 +11,12 @@ type PagePool struct {
 	free      []uint32
 	owner     []uint64 // room holding each page; 0 when free
 	refs      []int    // allocations holding each page: more than 1 is a page owned twice
+	writes    []uint64 // writes each page took: a reader's unchanged sum means unchanged bytes
+	listed    []int32  // Accounting's scratch: times each page is on the free list
+	// odd is set once Free took a page no allocation held, or one two
+	// held: until then every page is either listed free once and held by
+	// none, or held by one and not listed, and Accounting needs no count.
+	odd bool
 }
 
 // PageAccounting is a pool's bookkeeping as the metrics export it. A sound
@@ -26,7 +32,7 @@ type PageAccounting struct {
 
 // NewPagePool returns n pages of pageBytes each, all free.
 func NewPagePool(n, pageBytes int) *PagePool {
-	p := &PagePool{pageBytes: pageBytes, data: make([][]byte, n), owner: make([]uint64, n), refs: make([]int, n)}
+	p := &PagePool{pageBytes: pageBytes, data: make([][]byte, n), owner: make([]uint64, n), refs: make([]int, n), writes: make([]uint64, n)}
 	for i := n - 1; i >= 0; i-- {
 		p.free = append(p.free, uint32(i))
 	}
@@ -53,6 +59,9 @@ func (p *PagePool) Alloc(n int, room uint64) ([]uint32, bool) {
 // reports.
 func (p *PagePool) Free(pages []uint32) {
 	for i := len(pages) - 1; i >= 0; i-- {
+		if p.refs[pages[i]] != 1 {
+			p.odd = true
+		}
 		p.owner[pages[i]] = 0
 		if p.refs[pages[i]] > 0 {
 			p.refs[pages[i]]--
@@ -64,7 +73,20 @@ func (p *PagePool) Free(pages []uint32) {
 // Accounting counts the pool's pages by owner and free list.
 func (p *PagePool) Accounting() PageAccounting {
 	a := PageAccounting{Free: len(p.free), Total: len(p.data)}
-	listed := make([]int, len(p.data))
+	if !p.odd {
+		a.Used = len(p.data) - len(p.free)
+		return a
+	}
+	return p.count(a)
+}
+
+// count is Accounting page by page.
+func (p *PagePool) count(a PageAccounting) PageAccounting {
+	if len(p.listed) != len(p.data) {
+		p.listed = make([]int32, len(p.data))
+	}
+	listed := p.listed
+	clear(listed)
 	for _, pg := range p.free {
 		listed[pg]++
 	}
@@ -97,6 +119,7 @@ func (p *PagePool) Write(page uint32, off int, b []byte) error {
 		p.data[page] = make([]byte, p.pageBytes)
 	}
 	copy(p.data[page][off:], b)
+	p.writes[page]++
 	return nil
 }
 
@@ -107,6 +130,39 @@ func (p *PagePool) Read(page uint32, off, n int) []byte {
 		copy(out, p.data[page][off:off+n])
 	}
 	return out
+}
+
+// appendRead appends the n bytes at offset of page to b, as Read returns
+// them, without a copy of its own.
+func (p *PagePool) appendRead(b []byte, page uint32, off, n int) []byte {
+	if int(page) < len(p.data) && p.data[page] != nil {
+		return append(b, p.data[page][off:off+n]...)
+	}
+	for range n {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// page is page's bytes, nil if never written or out of range (it reads
+// as zeros).
+func (p *PagePool) page(page uint32) []byte {
+	if int(page) < len(p.data) {
+		return p.data[page]
+	}
+	return nil
+}
+
+// writesTo sums the writes the pages took: a sum unchanged since an
+// earlier look means none of them was written since (counts only grow).
+func (p *PagePool) writesTo(pages []uint32) uint64 {
+	var n uint64
+	for _, pg := range pages {
+		if int(pg) < len(p.writes) {
+			n += p.writes[pg]
+		}
+	}
+	return n
 }
 
 // Used and Total report pool occupancy.

@@ -139,6 +139,10 @@ type Prefill struct {
 	out        []Outbound
 	wire       Dialect
 	probes     *ProbeCounts
+	// lastTokens and lastKV are the last prompt promptKV made, and its KV
+	// (read-only: chunk payloads are pieces of it).
+	lastTokens []model.Token
+	lastKV     []byte
 
 	// BootstrapFailed counts requests failed while bootstrapping.
 	BootstrapFailed int64

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -192,8 +193,8 @@ func (p *Prefill) sweep(now time.Time) {
 }
 
 func (p *Prefill) queueChunks(now time.Time, req *PrefillReq) {
-	kv := model.PromptKV(req.Tokens)
 	per := model.KVBytesPerToken / len(p.ranks)
+	var kv []byte // the prompt's KV, made when a rank first needs it
 	tokensPerChunk := p.cfg.PageSize * p.cfg.ChunkPages
 	for rank, r := range p.ranks {
 		info, ok := r.infos[req.Room]
@@ -203,13 +204,22 @@ func (p *Prefill) queueChunks(now time.Time, req *PrefillReq) {
 			p.hist.Note(now, req.Room, "prefill", rank, "no-transfer-info", "forward without metadata")
 			continue
 		}
+		if kv == nil {
+			kv = p.promptKV(req.Tokens)
+		}
 		w := int(req.Room % uint64(p.cfg.Workers))
 		n := len(req.Tokens)
 		for id, first := 0, 0; first < n; id, first = id+1, first+tokensPerChunk {
 			last := min(first+tokensPerChunk, n)
-			payload := make([]byte, 0, (last-first)*per)
-			for t := first; t < last; t++ {
-				payload = append(payload, kv[t*model.KVBytesPerToken+rank*per:t*model.KVBytesPerToken+(rank+1)*per]...)
+			var payload []byte
+			if len(p.ranks) == 1 { // the whole entries: a piece of kv (no one writes a payload)
+				payload = kv[first*per : last*per : last*per]
+			} else {
+				payload = make([]byte, 0, (last-first)*per)
+				for t := first; t < last; t++ {
+					e := kv[t*model.KVBytesPerToken:]
+					payload = append(payload, e[rank*per:(rank+1)*per]...)
+				}
 			}
 			p0, p1 := first/p.cfg.PageSize, (last+p.cfg.PageSize-1)/p.cfg.PageSize
 			var pages []uint32
@@ -220,6 +230,23 @@ func (p *Prefill) queueChunks(now time.Time, req *PrefillReq) {
 				KVAddr: info.kvAddr, Agent: info.meta.AgentName, Pages: pages, First: first, Payload: payload, PageSize: p.cfg.PageSize})
 		}
 	}
+}
+
+// promptKV is model.PromptKV(tokens), with the entries of the prefix it
+// shares with the last prompt copied from that one's instead of computed
+// again (every agent prompt starts with the same system prompt).
+func (p *Prefill) promptKV(tokens []model.Token) []byte {
+	kv := make([]byte, len(tokens)*model.KVBytesPerToken)
+	same := 0
+	for same < len(tokens) && same < len(p.lastTokens) && tokens[same] == p.lastTokens[same] {
+		same++
+	}
+	copy(kv, p.lastKV[:same*model.KVBytesPerToken])
+	for i := same; i < len(tokens); i++ {
+		model.KV(kv[i*model.KVBytesPerToken:], tokens[i], i)
+	}
+	p.lastTokens, p.lastKV = append(p.lastTokens[:0], tokens...), kv
+	return kv
 }
 
 // WorkerBegin dequeues the next chunk for worker w of rank, skipping chunks
@@ -275,7 +302,7 @@ func (p *Prefill) WorkerSend(now time.Time, rank, w int) bool {
 		p.release(now, rank, w)
 		return false
 	}
-	r.status.Update(now, c.Room, Transferring, WriterWorker, fmt.Sprintf("chunk %d start", c.ID))
+	r.status.Update(now, c.Room, Transferring, WriterWorker, "chunk "+strconv.Itoa(c.ID)+" start")
 	return true
 }
 

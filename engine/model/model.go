@@ -58,13 +58,41 @@ func PromptKV(tokens []Token) []byte {
 // Decode calls it on the bytes it actually holds in its pages, so a page that
 // another request overwrote changes every output token.
 func Seed(kv []byte) uint64 {
-	h := uint64(14695981039346656037)
+	return NewDigest().Write(kv).Seed()
+}
+
+// Digest is Seed taken piece by piece, for callers whose KV bytes are not
+// in one slice (decode's pages) or share a prefix (every agent prompt
+// starts with the system prompt): NewDigest().Write(a).Write(b).Seed() ==
+// Seed(append(a, b...)).
+type Digest uint64
+
+// NewDigest is the digest of no bytes.
+func NewDigest() Digest { return 14695981039346656037 }
+
+// Write digests kv after what d has digested.
+func (d Digest) Write(kv []byte) Digest {
+	h := uint64(d)
 	for _, c := range kv {
 		h ^= uint64(c)
 		h *= 1099511628211
 	}
-	return mix64(h)
+	return Digest(h)
 }
+
+// WriteTokens digests the KV entries of tokens at positions from, from+1,
+// ...: PromptKV's bytes without building them.
+func (d Digest) WriteTokens(tokens []Token, from int) Digest {
+	var kv [KVBytesPerToken]byte
+	for i, t := range tokens {
+		KV(kv[:], t, from+i)
+		d = d.Write(kv[:])
+	}
+	return d
+}
+
+// Seed is the generation seed of the bytes digested so far.
+func (d Digest) Seed() uint64 { return mix64(uint64(d)) }
 
 // OutputToken is the i-th generated token for a generation seeded with seed.
 func OutputToken(seed uint64, i int) Token {

@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"testing"
 )
@@ -173,5 +174,27 @@ func TestChat(t *testing.T) {
 	}
 	if ExpectedChat(msgs[1:], 9) == ExpectedChat(msgs, 9) {
 		t.Error("dropping a message does not change the answer")
+	}
+}
+
+// Digest taken piece by piece is Seed of the whole: FNV-1a over the KV
+// bytes, mixed, whatever the pieces.
+func TestDigestIsSeed(t *testing.T) {
+	t.Parallel()
+	tokens := Tokenize(words(3, 300))
+	kv := append(PromptKV(tokens), make([]byte, 40)...)
+	h := fnv.New64a()
+	h.Write(kv)
+	if want := mix64(h.Sum64()); Seed(kv) != want {
+		t.Fatalf("Seed %x, FNV-1a mixed %x", Seed(kv), want)
+	}
+	n := len(tokens) * KVBytesPerToken
+	pieces := NewDigest().Write(kv[:7]).Write(kv[7:n]).Write(kv[n:]).Seed()
+	split := NewDigest().WriteTokens(tokens[:100], 0).WriteTokens(tokens[100:], 100).Write(make([]byte, 40)).Seed()
+	if pieces != Seed(kv) || split != Seed(kv) {
+		t.Fatalf("digest in pieces %x, tokens split %x, Seed %x", pieces, split, Seed(kv))
+	}
+	if NewDigest().Seed() != Seed(nil) {
+		t.Fatal("empty digest differs from Seed(nil)")
 	}
 }

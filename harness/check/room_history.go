@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -107,7 +108,12 @@ func mergeMin(ranks map[int]string) string {
 }
 
 // sortedEvents orders events by time, keeping the order of equal ones.
+// Events already in order (as an engine records them) come back as they
+// are, not copied: every caller only reads them.
 func sortedEvents(es []contract.Event) []contract.Event {
+	if slices.IsSortedFunc(es, func(a, b contract.Event) int { return a.At.Compare(b.At) }) {
+		return es
+	}
 	out := append([]contract.Event(nil), es...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out

@@ -109,6 +109,7 @@ func checkTimeoutsExplained(v *View) CheckResult {
 		}
 	}
 	margin := contract.StateMargin(cfg)
+	bounds := stateBounds(cfg)
 	for _, role := range sortedSources(recs) {
 		for _, id := range sortedRooms(recs[role]) {
 			r := recs[role][id]
@@ -116,7 +117,7 @@ func checkTimeoutsExplained(v *View) CheckResult {
 				ev["records_truncated"]++
 				continue
 			}
-			for _, o := range v.overruns(role, r, cfg, margin, ev) {
+			for _, o := range v.overruns(role, r, bounds[role], margin, ev) {
 				heads, bad = append(heads, o.head), append(bad, o.head+"; history: "+historyLine(r.Events, v.Run.BaseWall))
 				addStuck(role, r, o.since)
 			}
@@ -224,15 +225,28 @@ type overrun struct {
 	since time.Duration
 }
 
-// overruns lists r's stays in a bounded state longer than the bound plus
-// margin, counting every stay it judges.
-func (v *View) overruns(role string, r contract.RoomRecord, cfg contract.EngineConfig, margin time.Duration, ev map[string]int64) []overrun {
-	bounds := map[string]contract.StateDeadline{}
+// boundedState is a state's deadline and its bound under the run's config.
+type boundedState struct {
+	contract.StateDeadline
+	bound time.Duration
+}
+
+// stateBounds are contract.StateDeadlines by role and state, each bound
+// under cfg worked out once per judged run, not once per stay.
+func stateBounds(cfg contract.EngineConfig) map[string]map[string]boundedState {
+	out := map[string]map[string]boundedState{}
 	for _, s := range contract.StateDeadlines() {
-		if s.Role == role {
-			bounds[s.State] = s
+		if out[s.Role] == nil {
+			out[s.Role] = map[string]boundedState{}
 		}
+		out[s.Role][s.State] = boundedState{s, s.Bound(cfg)}
 	}
+	return out
+}
+
+// overruns lists r's stays in a bounded state (bounds: role's, by state)
+// longer than the bound plus margin, counting every stay it judges.
+func (v *View) overruns(role string, r contract.RoomRecord, bounds map[string]boundedState, margin time.Duration, ev map[string]int64) []overrun {
 	evs := sortedEvents(r.Events)
 	firstOf := func(kind string) time.Time {
 		for _, e := range evs {
@@ -266,7 +280,7 @@ func (v *View) overruns(role string, r contract.RoomRecord, cfg contract.EngineC
 			}
 		}
 		ev["states_checked"]++
-		d, bound := at.Sub(start), sd.Bound(cfg)
+		d, bound := at.Sub(start), sd.bound
 		if d <= bound+margin {
 			return
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
 
-func preset(t *testing.T, name string) sim.Config {
+func preset(t testing.TB, name string) sim.Config {
 	t.Helper()
 	sc, err := harness.LoadScenario(name, scenarios.FS)
 	if err != nil {
