@@ -20,14 +20,32 @@ const DefaultCancelBound = 5 * time.Second
 // that never reached prefill would still fail prefill's room.
 const EventAbortRequest = "abort-request"
 
+// EventAbortReceived is the room event prefill records when decode's
+// ABORT for the room arrives.
+const EventAbortReceived = "abort-received"
+
+// MinCancelsForRouterRule is how many cancels must have reached prefill
+// before "every one came only by decode's ABORT" says the router does not
+// cancel prefill (each alone is a race either path can win).
+const MinCancelsForRouterRule = 5
+
 // checkCancelsReached: every client cancel whose room the client knows
 // reached both prefill and decode: on each side the room recorded the
 // client's abort within DefaultCancelBound (any time, if a fault window
 // overlapped that bound), or it had already ended there when the client
-// cancelled, or it completed (Success) within the bound, racing the cancel.
-// Ending Failed without the client's abort (by the peer's ABORT, or a
-// deadline) is a cancel that did not reach that side. A room a side never
-// recorded is counted as unseen, not judged.
+// cancelled, or it completed (Success) within the bound, racing the cancel,
+// or it ended by the peer's ABORT, or on its own, within DefaultRaceWindow
+// of the cancel. The peer's ABORT is the cancel arriving by the other path: the router
+// cancels both sides at once, decode's ABORT got to prefill first, prefill
+// answered the router's request, and the router then had nothing left to
+// cancel. Ending Failed later, by a deadline, or by an ABORT long after is a
+// cancel that did not reach that side. A room a side never recorded is
+// counted as unseen, not judged.
+//
+// Judged one by one, a router that never cancels prefill's request is
+// hidden by decode's ABORT. Over the run it is not: where at least
+// MinCancelsForRouterRule cancels reached prefill and every one came only
+// by decode's ABORT, none by the router's own cancel, the check fails.
 func checkCancelsReached(v *View) CheckResult {
 	recs := map[string]map[uint64]contract.RoomRecord{}
 	for src, ended := range v.Ended {
@@ -48,7 +66,8 @@ func checkCancelsReached(v *View) CheckResult {
 			keepFirst(recs[snap.Role], r.Room, r)
 		}
 	}
-	ev := map[string]int64{"cancels_with_room": 0, "sides_checked": 0, "sides_unseen": 0, "late_excused_by_fault": 0}
+	ev := map[string]int64{"cancels_with_room": 0, "sides_checked": 0, "sides_unseen": 0, "late_excused_by_fault": 0,
+		"prefill_reached_by_client_abort": 0, "prefill_reached_by_peer_abort_only": 0}
 	switch {
 	case len(v.Final) == 0 && len(v.Ended) == 0:
 		return result(contract.CheckCancelsReached, Skip, ev, "the target exposes no /debug/rooms")
@@ -58,7 +77,7 @@ func checkCancelsReached(v *View) CheckResult {
 		return result(contract.CheckCancelsReached, Inconclusive, ev, "the log has no base wall time to place room events")
 	}
 	var bad []string
-	var stuck []StuckRoom
+	var stuck, peerOnly []StuckRoom
 	for _, o := range v.Outcomes {
 		if o.Kind != outcome.KindCancelled || !o.HasRoom {
 			continue
@@ -72,11 +91,23 @@ func checkCancelsReached(v *View) CheckResult {
 				continue
 			}
 			ev["sides_checked"]++
-			why, reached, late := cancelReached(r, o.End, excused, v.Run.BaseWall)
+			why, how, late := cancelReached(r, o.End, excused, v.Run.BaseWall)
 			if late {
 				ev["late_excused_by_fault"]++
 			}
-			if reached {
+			if role == "prefill" {
+				switch how {
+				case reachedByClient:
+					ev["prefill_reached_by_client_abort"]++
+				case reachedByPeer:
+					ev["prefill_reached_by_peer_abort_only"]++
+					if len(peerOnly) < maxStuck {
+						peerOnly = append(peerOnly, StuckRoom{Role: role, Room: r.Room, State: r.State, Ranks: r.Ranks, Since: o.End,
+							ActiveFaults: v.activeAt(o.End), Events: r.Events})
+					}
+				}
+			}
+			if how != notReached {
 				continue
 			}
 			bad = append(bad, fmt.Sprintf("room %d (agent %d turn %d, %s cancel at %v): %s %s",
@@ -86,6 +117,12 @@ func checkCancelsReached(v *View) CheckResult {
 					ActiveFaults: v.activeAt(o.End), Events: r.Events})
 			}
 		}
+	}
+	if byPeer := ev["prefill_reached_by_peer_abort_only"]; byPeer >= MinCancelsForRouterRule && ev["prefill_reached_by_client_abort"] == 0 {
+		ex := peerOnly[0]
+		bad = append(bad, fmt.Sprintf("none of %d cancels reached prefill from the router: prefill never recorded the client's abort, every room ended only by decode's ABORT (the router does not cancel prefill's request when its client leaves); e.g. room %d: %s",
+			byPeer, ex.Room, eventKinds(ex.Events)))
+		stuck = append(stuck, peerOnly[:min(len(peerOnly), max(0, maxStuck-len(stuck)))]...)
 	}
 	switch {
 	case len(bad) > 0:
@@ -110,38 +147,58 @@ func keepFirst(m map[uint64]contract.RoomRecord, id uint64, r contract.RoomRecor
 	m[id] = r
 }
 
+// How a cancel reached one side's room.
+const (
+	notReached      = iota
+	reachedByClient // the side recorded the client's abort (or had nothing left to cancel)
+	reachedByPeer   // only the peer's ABORT ended it, within DefaultRaceWindow
+	reachedByRace   // it ended on its own within DefaultRaceWindow: the cancel found it ending
+)
+
 // cancelReached judges one side's record of a room the client cancelled at
 // offset tc: reached when it recorded the client's abort in time (at any
 // time when excused by a fault; late says that excuse was used), or when it
-// had ended before the cancel or completed within the bound.
-func cancelReached(r contract.RoomRecord, tc time.Duration, excused bool, base time.Time) (why string, reached, late bool) {
-	var ended time.Duration = -1
+// had ended before the cancel or completed within the bound; reached by
+// the peer when the peer's ABORT ended it within DefaultRaceWindow.
+func cancelReached(r contract.RoomRecord, tc time.Duration, excused bool, base time.Time) (why string, how int, late bool) {
+	var ended, peerAbort time.Duration = -1, -1
 	for _, e := range r.Events {
 		at := e.At.Sub(base)
 		switch e.Kind {
 		case EventAbortRequest:
 			if at <= tc+DefaultCancelBound {
-				return "", true, false
+				return "", reachedByClient, false
 			}
 			if excused {
-				return "", true, true
+				return "", reachedByClient, true
 			}
-			return fmt.Sprintf("recorded the client's abort only %v after it", (at - tc).Round(time.Millisecond)), false, false
+			return fmt.Sprintf("recorded the client's abort only %v after it", (at - tc).Round(time.Millisecond)), notReached, false
+		case EventAbortReceived:
+			if peerAbort < 0 && at >= tc {
+				peerAbort = at
+			}
 		case "clear":
 			ended = at
 		}
 	}
 	switch {
 	case ended >= 0 && ended <= tc:
-		return "", true, false // it had ended before the client left
+		return "", reachedByClient, false // it had ended before the client left
 	case ended >= 0 && ended <= tc+DefaultCancelBound && r.LastState == contract.StateSuccess:
-		return "", true, false // it completed as the client left: nothing was left to cancel
+		return "", reachedByClient, false // it completed as the client left: nothing was left to cancel
+	case ended >= 0 && peerAbort >= 0 && ended <= tc+DefaultRaceWindow:
+		return "", reachedByPeer, false // the peer's ABORT won the race with the router's cancel
+	case ended >= 0 && ended <= tc+DefaultRaceWindow:
+		// Failed on its own (a failure notice, a lost peer) as the client
+		// left: the side answered before the cancel came, so it had
+		// nothing to cancel. A cancel left to a backstop ends seconds later.
+		return "", reachedByRace, false
 	}
 	if ended >= 0 {
 		return fmt.Sprintf("never recorded the client's abort; the room ended %v after the cancel (last state %s): %s",
-			(ended - tc).Round(time.Millisecond), r.LastState, eventKinds(r.Events)), false, false
+			(ended - tc).Round(time.Millisecond), r.LastState, eventKinds(r.Events)), notReached, false
 	}
-	return fmt.Sprintf("never recorded the client's abort; the room is still %s: %s", r.State, eventKinds(r.Events)), false, false
+	return fmt.Sprintf("never recorded the client's abort; the room is still %s: %s", r.State, eventKinds(r.Events)), notReached, false
 }
 
 // eventKinds lists a history's event kinds in order, for one line.

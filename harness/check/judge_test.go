@@ -228,16 +228,21 @@ func TestCancelReachedRules(t *testing.T) {
 		last    string
 		events  []contract.Event
 		excused bool
-		want    bool
+		want    int
 	}{
-		{"client's abort in time", contract.StateFailed, []contract.Event{at(0, "status"), at(s+20*time.Millisecond, EventAbortRequest), at(2*s, "clear")}, false, true},
-		{"ended before the cancel", contract.StateSuccess, []contract.Event{at(0, "status"), at(s/2, "clear")}, false, true},
-		{"completed racing the cancel", contract.StateSuccess, []contract.Event{at(0, "status"), at(s+12*time.Millisecond, "clear")}, false, true},
-		{"failed by the peer's ABORT", contract.StateFailed, []contract.Event{at(0, "status"), at(s+25*time.Millisecond, "abort-received"), at(s+30*time.Millisecond, "clear")}, false, false},
-		{"ended by a deadline", contract.StateFailed, []contract.Event{at(0, "status"), at(11*s, "clear")}, false, false},
-		{"abort too late", contract.StateFailed, []contract.Event{at(0, "status"), at(7*s, EventAbortRequest)}, false, false},
-		{"abort late under a fault", contract.StateFailed, []contract.Event{at(0, "status"), at(7*s, EventAbortRequest)}, true, true},
-		{"still held, no abort", contract.StateBootstrapping, []contract.Event{at(0, "status")}, true, false},
+		{"client's abort in time", contract.StateFailed, []contract.Event{at(0, "status"), at(s+20*time.Millisecond, EventAbortRequest), at(2*s, "clear")}, false, reachedByClient},
+		{"ended before the cancel", contract.StateSuccess, []contract.Event{at(0, "status"), at(s/2, "clear")}, false, reachedByClient},
+		{"completed racing the cancel", contract.StateSuccess, []contract.Event{at(0, "status"), at(s+12*time.Millisecond, "clear")}, false, reachedByClient},
+		{"failed by the peer's ABORT, racing the router's cancel", contract.StateFailed, []contract.Event{at(0, "status"), at(s+25*time.Millisecond, EventAbortReceived), at(s+30*time.Millisecond, "clear")}, false, reachedByPeer},
+		{"a millisecond after the cancel", contract.StateFailed, []contract.Event{at(0, "status"), at(s+time.Millisecond, EventAbortReceived), at(s+time.Millisecond, "clear")}, false, reachedByPeer},
+		{"failed by a peer's ABORT long after", contract.StateFailed, []contract.Event{at(0, "status"), at(3*s, EventAbortReceived), at(3*s, "clear")}, false, notReached},
+		{"failed by a peer's ABORT from before the cancel, ended just after", contract.StateFailed, []contract.Event{at(0, "status"), at(s/2, EventAbortReceived), at(s+10*time.Millisecond, "clear")}, false, reachedByRace},
+		{"ended by a deadline", contract.StateFailed, []contract.Event{at(0, "status"), at(11*s, "clear")}, false, notReached},
+		{"failed on its own as the client left", contract.StateFailed, []contract.Event{at(0, "status"), at(s+time.Millisecond, "clear")}, false, reachedByRace},
+		{"failed on its own 2s after the cancel", contract.StateFailed, []contract.Event{at(0, "status"), at(3*s, "clear")}, false, notReached},
+		{"abort too late", contract.StateFailed, []contract.Event{at(0, "status"), at(7*s, EventAbortRequest)}, false, notReached},
+		{"abort late under a fault", contract.StateFailed, []contract.Event{at(0, "status"), at(7*s, EventAbortRequest)}, true, reachedByClient},
+		{"still held, no abort", contract.StateBootstrapping, []contract.Event{at(0, "status")}, true, notReached},
 	} {
 		r := contract.RoomRecord{Room: 1, State: tc.last, LastState: tc.last, Events: tc.events}
 		if why, got, _ := cancelReached(r, s, tc.excused, base); got != tc.want {
@@ -264,11 +269,11 @@ func TestCancelJudgesTheFirstRecord(t *testing.T) {
 		if got := m[7]; !got.Created.Equal(base) {
 			t.Errorf("kept the record created at %v, want the first (%v)", got.Created, base)
 		}
-		if _, reached, _ := cancelReached(m[7], time.Second, false, base); !reached {
+		if _, how, _ := cancelReached(m[7], time.Second, false, base); how == notReached {
 			t.Error("the cancelled request's record says the cancel did not reach it")
 		}
 	}
-	if _, reached, _ := cancelReached(reopened, time.Second, false, base); reached {
+	if _, how, _ := cancelReached(reopened, time.Second, false, base); how != notReached {
 		t.Error("the re-opened record alone reads as reached: the test no longer shows the difference")
 	}
 }
