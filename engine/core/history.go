@@ -1,7 +1,8 @@
 package core
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -182,7 +183,14 @@ func (h *History) held(events bool) (held []contract.RoomRecord) {
 			held = append(held, copyRecord(r, events))
 		}
 	}
-	sort.Slice(held, func(i, j int) bool { return held[i].Created.Before(held[j].Created) })
+	// Map order must not leak out: rooms created in the same instant (the
+	// simulator's clock) are ordered by id, so a replay reads the same.
+	slices.SortFunc(held, func(a, b contract.RoomRecord) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Room, b.Room)
+	})
 	return held
 }
 

@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"bytes"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -29,14 +31,22 @@ func TestSameSeedSameTrace(t *testing.T) {
 	t.Parallel()
 	cfg := preset(t, "paused-transfer-workers")
 	cfg.Duration = 1500 * time.Millisecond // short: make test runs it under -race
-	a, err := sim.Run(cfg, 7, sim.Options{Trace: true})
+	opts := sim.Options{Trace: true, Events: true}
+	a, err := sim.Run(cfg, 7, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := sim.Run(cfg, 7, sim.Options{Trace: true})
-	c, _ := sim.Run(cfg, 8, sim.Options{Trace: true})
+	b, _ := sim.Run(cfg, 7, opts)
+	c, _ := sim.Run(cfg, 8, opts)
 	if len(a.Trace) < 1000 || a.Trace != b.Trace {
 		t.Fatalf("seed 7 twice: traces of %d and %d bytes differ (or too short)", len(a.Trace), len(b.Trace))
+	}
+	// The judged event log too (rooms snapshots included): map order must
+	// not reach it.
+	ea, _ := json.Marshal(a.Events)
+	eb, _ := json.Marshal(b.Events)
+	if len(a.Events) == 0 || !bytes.Equal(ea, eb) {
+		t.Fatalf("seed 7 twice: event logs of %d and %d events (%d and %d bytes) differ (or empty)", len(a.Events), len(b.Events), len(ea), len(eb))
 	}
 	if a.Trace == c.Trace {
 		t.Fatal("seeds 7 and 8 gave the same trace: the seed drives nothing")
