@@ -94,6 +94,17 @@ type EngineConfig struct {
 // connection per transfer worker.
 const MaxKVPostedWrites = 16
 
+// DefaultEngineConfig is the zero config resolved: every setting's
+// default, from Resolve's one list of them (flags and docs derive theirs
+// from it rather than repeat it).
+func DefaultEngineConfig() EngineConfig {
+	c, _, err := EngineConfig{}.Resolve()
+	if err != nil {
+		panic("contract: the zero EngineConfig does not resolve: " + err.Error()) // a defect in Resolve's defaults
+	}
+	return c
+}
+
 // Resolve validates c and fills in defaults. An error names the field by
 // its YAML key (e.g. "tp: 3 must divide 16"); nothing is half-applied. A
 // profile is expanded (WithProfile): the returned config lists every

@@ -83,26 +83,35 @@ func addEngineFlags(fl *pflag.FlagSet, f *engineFlags) {
 	// No default here: an explicit --wire that contradicts --profile is an
 	// error, and the flag cannot tell an explicit nixl from a default one.
 	fl.StringVar((*string)(&f.cfg.Wire), "wire", "", "control-message dialect, the same for every role: nixl or mooncake (empty: the profile's, else nixl)")
-	fl.StringVar((*string)(&f.cfg.Gauges), "gauges", string(contract.GaugesLive),
+	// Every other setting's default is Resolve's (one list of them);
+	// TestEngineFlagsCoverConfig checks each setting has its flag.
+	def := contract.DefaultEngineConfig()
+	fl.StringVar(&f.cfg.Model, "model", def.Model, "model id served and the model_name label of every metric")
+	fl.StringVar((*string)(&f.cfg.Gauges), "gauges", string(def.Gauges),
 		"when SGLang's gauges are set: live (at every scrape) or logged (at SGLang's log points, so they can be stale)")
-	fl.IntVar(&f.cfg.DecodeLogInterval, "decode-log-interval", contract.DefaultDecodeLogInterval, "logged gauges: decode batches between decode's gauge updates")
-	fl.DurationVar(&f.cfg.IdleMetricsInterval, "idle-metrics-interval", contract.DefaultIdleMetricsInterval,
+	fl.IntVar(&f.cfg.DecodeLogInterval, "decode-log-interval", def.DecodeLogInterval, "logged gauges: decode batches between decode's gauge updates")
+	fl.DurationVar(&f.cfg.IdleMetricsInterval, "idle-metrics-interval", def.IdleMetricsInterval,
 		"logged gauges: how often an idle role refreshes them (never while a queue is busy)")
-	fl.BoolVar(&f.cfg.NoLoads, "no-loads", false, "serve no GET /v1/loads (as SGLang builds before it)")
-	fl.IntVar(&f.cfg.TP, "tp", 1, "tensor-parallel ranks on each side")
-	fl.IntVar(&f.cfg.TransferWorkers, "transfer-workers", 4, "transfer workers per prefill rank")
-	fl.IntVar(&f.cfg.KVPostedWrites, "kv-posted-writes", 1, "KV writes of one room a transfer worker keeps outstanding, each on its own connection")
-	fl.DurationVar(&f.cfg.KVWriteLatency, "kv-write-latency", 0, "how long a posted KV write is on the wire: its bytes land on decode half-way, its completion comes back at the end (0: at once)")
-	fl.IntVar(&f.cfg.MaxNewTokens, "max-new-tokens", 16, "tokens generated when a request does not say")
-	fl.IntVar(&f.cfg.Pages, "pages", 16384, "decode KV pages per rank")
-	fl.Float64Var(&f.cfg.PrefillTokensPerSec, "prefill-tokens-per-sec", 0, "prefill speed (0: as fast as possible)")
-	fl.Float64Var(&f.cfg.DecodeTokensPerSec, "decode-tokens-per-sec", 0, "decode steps per second (0: as fast as possible)")
-	fl.DurationVar(&f.cfg.BootstrapTimeout, "bootstrap-timeout", 10*time.Second, "prefill bootstrap deadline (fixed engine)")
-	fl.DurationVar(&f.cfg.InflightTimeout, "inflight-timeout", 10*time.Second, "prefill inflight deadline (fixed engine)")
-	fl.DurationVar(&f.cfg.WaitingTimeout, "waiting-timeout", 10*time.Second, "decode waiting-for-KV deadline (fixed engine)")
-	fl.DurationVar(&f.cfg.AckTimeout, "ack-timeout", 5*time.Second, "how long decode holds an aborted room's pages for prefill's ACK")
-	fl.Uint64Var(&f.cfg.Seed, "seed", 1, "seed for the router's bootstrap rooms")
-	fl.StringVar(&f.cfg.Host, "host", "127.0.0.1", "address every role listens on")
+	fl.BoolVar(&f.cfg.NoLoads, "no-loads", def.NoLoads, "serve no GET /v1/loads (as SGLang builds before it)")
+	fl.IntVar(&f.cfg.TP, "tp", def.TP, "tensor-parallel ranks on each side (must divide 16)")
+	fl.IntVar(&f.cfg.TransferWorkers, "transfer-workers", def.TransferWorkers, "transfer workers per prefill rank")
+	fl.IntVar(&f.cfg.PageSize, "page-size", def.PageSize, "tokens per KV page")
+	fl.IntVar(&f.cfg.ChunkPages, "chunk-pages", def.ChunkPages, "KV pages per transfer chunk")
+	fl.IntVar(&f.cfg.KVPostedWrites, "kv-posted-writes", def.KVPostedWrites,
+		fmt.Sprintf("KV writes of one room a transfer worker keeps outstanding, each on its own connection (at most %d)", contract.MaxKVPostedWrites))
+	fl.DurationVar(&f.cfg.KVWriteLatency, "kv-write-latency", def.KVWriteLatency, "how long a posted KV write is on the wire: its bytes land on decode half-way, its completion comes back at the end (0: at once)")
+	fl.IntVar(&f.cfg.MaxNewTokens, "max-new-tokens", def.MaxNewTokens, "tokens generated when a request does not say")
+	fl.IntVar(&f.cfg.Pages, "pages", def.Pages, "decode KV pages per rank")
+	fl.Float64Var(&f.cfg.PrefillTokensPerSec, "prefill-tokens-per-sec", def.PrefillTokensPerSec, "prefill speed (0: as fast as possible)")
+	fl.Float64Var(&f.cfg.DecodeTokensPerSec, "decode-tokens-per-sec", def.DecodeTokensPerSec, "decode steps per second (0: as fast as possible)")
+	fl.DurationVar(&f.cfg.BootstrapTimeout, "bootstrap-timeout", def.BootstrapTimeout, "prefill bootstrap deadline (fixed engine)")
+	fl.DurationVar(&f.cfg.InflightTimeout, "inflight-timeout", def.InflightTimeout, "prefill inflight deadline (fixed engine)")
+	fl.DurationVar(&f.cfg.WaitingTimeout, "waiting-timeout", def.WaitingTimeout, "decode waiting-for-KV deadline (fixed engine)")
+	fl.DurationVar(&f.cfg.AckTimeout, "ack-timeout", def.AckTimeout, "how long decode holds an aborted room's pages for prefill's ACK")
+	fl.DurationVar(&f.cfg.HeartbeatInterval, "heartbeat-interval", def.HeartbeatInterval, "how often decode checks each prefill's bootstrap /health (two misses in a row fail its rooms)")
+	fl.DurationVar(&f.cfg.CheckInterval, "check-interval", def.CheckInterval, "how often idle loops look for work (deadlines, queues)")
+	fl.Uint64Var(&f.cfg.Seed, "seed", def.Seed, "seed for the router's bootstrap rooms")
+	fl.StringVar(&f.cfg.Host, "host", def.Host, "address every role listens on")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow listening on or dialling non-loopback addresses")
 	fl.StringVar(&f.listen, "listen", "", "HTTP listen address of the role (router or engine); empty: OS-chosen")
 	fl.StringVar(&f.bootstrap, "bootstrap-listen", "", "prefill: bootstrap server address")

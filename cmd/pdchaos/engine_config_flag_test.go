@@ -61,3 +61,39 @@ func TestEngineConfigFlag(t *testing.T) {
 		})
 	}
 }
+
+// Every engine setting has its `pdchaos engine` flag, named by its YAML
+// key, and with no flags given a role runs on Resolve's defaults: the
+// flags derive them rather than repeat them.
+func TestEngineFlagsCoverConfig(t *testing.T) {
+	t.Parallel()
+	fs := pflag.NewFlagSet("engine", pflag.ContinueOnError)
+	var f engineFlags
+	addEngineFlags(fs, &f)
+	// Keys whose flag is named otherwise: one --regression per name.
+	renamed := map[string]string{"regressions": "regression"}
+	typ := reflect.TypeOf(contract.EngineConfig{})
+	for i := range typ.NumField() {
+		key, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		name := strings.ReplaceAll(key, "_", "-")
+		if r, ok := renamed[key]; ok {
+			name = r
+		}
+		if fs.Lookup(name) == nil {
+			t.Errorf("engine setting %s (%s) has no --%s flag", key, typ.Field(i).Name, name)
+		}
+	}
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	got, want := f.cfg, contract.DefaultEngineConfig()
+	// Wire has no default on purpose: an explicit one that contradicts
+	// --profile is an error, so "" means "the profile's, else nixl".
+	if got.Wire != "" {
+		t.Errorf("--wire defaults to %q, want empty", got.Wire)
+	}
+	got.Wire = want.Wire
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("engine flag defaults\n%+v\nwant Resolve's\n%+v", got, want)
+	}
+}
