@@ -42,7 +42,7 @@ func run() int {
 		work     = flag.String("work", "", "scratch directory for the module copy and run directories (default: a fresh one under $TMPDIR)")
 		coverage = flag.String("coverage", "", "reuse a coverage run: a directory of stored runs (result.json) or a coverage.json; default: run every preset once on the unmutated copy")
 		seed     = flag.Uint64("seed", 1, "seed of every run")
-		maxRuns  = flag.Int("max-runs", 2, "presets run per mutant at most (those hitting its probe most first); stops at the first catch")
+		maxRuns  = flag.Int("max-runs", 2, "presets run per mutant at most (the one hitting its probe most, then the one where it is the largest share of hits, then by hits); stops at the first catch")
 		timeout  = flag.Duration("run-timeout", 4*time.Minute, "limit of one pdchaos run")
 		render   = flag.String("render", "", "write mutants.md again from this mutants.json (into --results) and print its summary")
 	)

@@ -68,6 +68,17 @@ func TestCoverageFromRuns(t *testing.T) {
 	if got := reaching(cov, []string{"decode/abort"}); strings.Join(got, ",") != "abort-storm,stale-kv-writes" {
 		t.Errorf("reaching decode/abort: %v, want most hits first", got)
 	}
+	// The busiest preset first, then the one built around the probe
+	// (largest share of its hits), then the rest by hits.
+	cov3 := map[string]map[string]int64{
+		"kill-all-cascade": {"decode/abort-in-transfer": 40, "decode/abort": 900},
+		"abort-storm":      {"decode/abort-in-transfer": 30, "decode/abort": 300},
+		"stale-kv-writes":  {"decode/abort-in-transfer": 5, "decode/abort": 5},
+		"late-reg":         {"decode/abort": 7},
+	}
+	if got := reaching(cov3, []string{"decode/abort-in-transfer"}); strings.Join(got, ",") != "kill-all-cascade,stale-kv-writes,abort-storm" {
+		t.Errorf("reaching decode/abort-in-transfer: %v, want most hits, then largest share, then the rest", got)
+	}
 	if len(fails) != 1 || fails[0].Preset != "stale-kv-writes" || fails[0].NotPassed[0] != "faults-verified" {
 		t.Errorf("coverage failures %+v", fails)
 	}

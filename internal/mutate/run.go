@@ -2,6 +2,7 @@ package mutate
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -55,9 +55,9 @@ type Options struct {
 	// CoverageFailures are the stored coverage's runs that did not pass
 	// (CoverageFromRuns returns them); reported with the results.
 	CoverageFailures []RunResult
-	// MaxRuns is how many presets run against one mutant at most, those
-	// that hit its probe most in the coverage run first; default 2. The
-	// runs stop at the first catch.
+	// MaxRuns is how many presets run against one mutant at most, in
+	// reaching's order (the most hits, then the largest share of hits);
+	// default 2. The runs stop at the first catch.
 	MaxRuns int
 	// RunTimeout bounds one pdchaos run; default 4m.
 	RunTimeout time.Duration
@@ -249,13 +249,26 @@ func evaluate(ctx context.Context, opts Options, cov map[string]map[string]int64
 	return o
 }
 
-// reaching lists the presets whose coverage run hit any of probes, most
-// hits first (then by name, so the order is stable).
+// reaching lists the presets whose coverage run hit any of probes: first
+// the one that hit them most, then the one where they are the largest
+// share of all its probe hits, then the rest by hits (ties by name, so
+// the order is stable). Hits alone favour the busiest presets, whose
+// clients have often left before the broken branch could hurt them; the
+// share finds the preset built around that branch (stale-kv-writes for a
+// page freed before its ACK, say), so MaxRuns of 2 tries both kinds.
 func reaching(cov map[string]map[string]int64, probes []string) []string {
 	hits := map[string]int64{}
+	share := map[string]float64{}
 	for p, m := range cov {
+		var all int64
+		for _, n := range m {
+			all += n
+		}
 		for _, pr := range probes {
 			hits[p] += m[pr]
+		}
+		if all > 0 {
+			share[p] = float64(hits[p]) / float64(all)
 		}
 	}
 	var out []string
@@ -264,12 +277,25 @@ func reaching(cov map[string]map[string]int64, probes []string) []string {
 			out = append(out, p)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if hits[out[i]] != hits[out[j]] {
-			return hits[out[i]] > hits[out[j]]
+	byHits := func(a, b string) int {
+		if c := cmp.Compare(hits[b], hits[a]); c != 0 {
+			return c
 		}
-		return out[i] < out[j]
-	})
+		return strings.Compare(a, b)
+	}
+	slices.SortFunc(out, byHits)
+	if len(out) > 2 {
+		// The best share among the rest goes second.
+		best := 1
+		for i := 2; i < len(out); i++ {
+			if share[out[i]] > share[out[best]] {
+				best = i
+			}
+		}
+		p := out[best]
+		out = slices.Delete(out, best, best+1)
+		out = slices.Insert(out, 1, p)
+	}
 	return out
 }
 
