@@ -283,6 +283,11 @@ func (s *run) sendChunk(wk *worker) {
 			return
 		}
 		s.landChunk(wk, back, end)
+	}, lost: func() {
+		// kv-chunks dropped it: the relay closed both connections, so
+		// the worker's wait for the write's completion fails.
+		s.pprobes.Hit(contract.ProbePrefillKVReadFailed)
+		s.after(s.baseLatency(), wk.name, func() { end(errors.New("read kv reply: connection closed (chunk dropped)")) })
 	}})
 }
 

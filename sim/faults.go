@@ -32,6 +32,13 @@ type Fault struct {
 	AfterMessages int
 	// Limit bounds drops or duplicates per window; 0: all.
 	Limit int
+	// DropPct, ReorderPct and DelayPct are kv-chunks' shares of chunks
+	// dropped (the write's completion fails), held until AfterChunks
+	// later chunks passed (or MaxHold), and delayed by [MinDelay,
+	// MaxDelay]; one draw per chunk, as the live relay makes.
+	DropPct, ReorderPct, DelayPct int
+	AfterChunks                   int
+	MinDelay, MaxDelay            time.Duration
 	// Role, Rank and Worker pick the actors an engine or process fault
 	// stops; Rank and Worker -1 mean all.
 	Role         string
@@ -43,7 +50,7 @@ type Fault struct {
 func Modelled() []string {
 	return []string{"pause-transfer-workers", "pause-transfer-writes", "stall-bootstrap-loop", "stall-scheduler",
 		"delay-messages", "abort-before-metadata", "hold-messages", "drop-messages", "duplicate-messages",
-		"latency", "reset-peer", "link-down", "timeout", "sigstop"}
+		"latency", "reset-peer", "link-down", "timeout", "sigstop", "kv-chunks"}
 }
 
 // layerOf is the catalogue layer of a modelled kind, for fault records.

@@ -21,6 +21,9 @@ type msg struct {
 	room    uint64
 	desc    string
 	deliver func()
+	// lost, when set, is what the sender sees of a message lost on the
+	// way (a KV write's completion failing); nil: nothing.
+	lost func()
 }
 
 // held is a message a hold fault keeps back.
@@ -28,6 +31,9 @@ type held struct {
 	m    *msg
 	l    *link
 	left int // later messages still to pass before release; -1: by time only
+	// overtaken: a later message passed it (kv-chunks counts a reorder
+	// only then).
+	overtaken bool
 }
 
 // baseLatency is a loopback hop's latency: small, and drawn, so that
@@ -89,6 +95,34 @@ func (s *run) transmit(conn string, m *msg) {
 				return
 			}
 			s.countdown(wn)
+		case "kv-chunks":
+			if m.kind != "chunk" {
+				break
+			}
+			f := wn.f
+			switch n := s.rng.IntN(100); {
+			case n < f.DropPct:
+				wn.affected++
+				lost = true
+			case n < f.DropPct+f.ReorderPct:
+				// Held until later chunks on the link passed it: the
+				// live relay's reorder, counted when it is overtaken.
+				h := &held{m: m, l: l, left: max(f.AfterChunks, 1)}
+				wn.held = append(wn.held, h)
+				s.tracef("net", "HOLD %s %s on %s", m.kind, m.desc, l.name)
+				hold := f.MaxHold
+				if hold <= 0 {
+					hold = 500 * time.Millisecond // the catalogue's default
+				}
+				s.after(hold, "net", func() { s.release(wn, h) })
+				return
+			case n < f.DropPct+f.ReorderPct+f.DelayPct:
+				wn.affected++
+				extra += s.between(f.MinDelay, f.MaxDelay)
+				s.overtake(wn)
+			default:
+				s.overtake(wn)
+			}
 		case "abort-before-metadata":
 			switch m.kind {
 			case "metadata":
@@ -102,6 +136,9 @@ func (s *run) transmit(conn string, m *msg) {
 	if lost {
 		s.tracef("net", "LOST %s %s on %s", m.kind, m.desc, name)
 		s.lostOn(name)
+		if m.lost != nil {
+			m.lost()
+		}
 		return
 	}
 	s.put(l, m, extra, fifo)
@@ -177,6 +214,25 @@ func (s *run) hold(wn *window, l *link, m *msg, left int) {
 // out are released behind it.
 func (s *run) countdown(wn *window) {
 	for _, h := range append([]*held(nil), wn.held...) {
+		if h.left > 0 {
+			h.left--
+			if h.left == 0 {
+				s.release(wn, h)
+			}
+		}
+	}
+}
+
+// overtake lets one chunk pass kv-chunks' holds: each held chunk it
+// overtook counts as reordered once (the window's evidence, as the live
+// relay counts only holds something overtook), and those whose count runs
+// out are released behind it.
+func (s *run) overtake(wn *window) {
+	for _, h := range append([]*held(nil), wn.held...) {
+		if !h.overtaken {
+			h.overtaken = true
+			wn.affected++
+		}
 		if h.left > 0 {
 			h.left--
 			if h.left == 0 {

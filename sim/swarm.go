@@ -86,7 +86,18 @@ func Swarm(cfg Config, seed uint64) (Config, string) {
 			return timing(Fault{Kind: "stall-scheduler", Role: role, Rank: -1, Worker: -1}, 100*time.Millisecond, time.Second)
 		},
 		func() Fault {
-			return timing(Fault{Kind: "sigstop", Role: [2]string{"prefill", "decode"}[r.IntN(2)], Rank: -1, Worker: -1}, 500*time.Millisecond, 3*time.Second)
+			f := timing(Fault{Kind: "sigstop", Role: [2]string{"prefill", "decode"}[r.IntN(2)], Rank: -1, Worker: -1}, 500*time.Millisecond, 3*time.Second)
+			// Once: repeated, a role frozen three seconds in four keeps
+			// a client waiting past its hang timeout, which is the fault
+			// working, not a bug found (client-outcomes fails any hang).
+			f.Every = 0
+			return f
+		},
+		func() Fault {
+			drop, reorder := r.IntN(3), 10+r.IntN(40)
+			return timing(Fault{Kind: "kv-chunks", Link: "kv/0", DropPct: drop, ReorderPct: reorder, AfterChunks: 1 + r.IntN(3),
+				MaxHold: d(50*time.Millisecond, 500*time.Millisecond), DelayPct: r.IntN(100 - drop - reorder), MaxDelay: d(time.Millisecond, 50*time.Millisecond)},
+				300*time.Millisecond, 3*time.Second)
 		},
 	}
 	out := cfg

@@ -67,7 +67,9 @@ func Config(sc *harness.Scenario) (sim.Config, []Skipped, error) {
 		f := sim.Fault{Kind: fs.Kind, AtMin: fs.At.Min, AtMax: fs.At.Max, ForMin: fs.For.Min, ForMax: fs.For.Max, Every: fs.Every, Count: fs.Count,
 			Link: v.String("link"), Kinds: v.Strings("kinds"), Min: v.Duration("min"), Max: v.Duration("max"), Delay: v.Duration("delay"),
 			KeepOrder: v.Bool("keep_order"), MaxHold: v.Duration("max_hold"), AfterMessages: v.Int("after_messages"), Limit: v.Int("limit"),
-			Role: v.String("role"), Rank: -1, Worker: -1}
+			Role: v.String("role"), Rank: -1, Worker: -1,
+			DropPct: v.Int("drop_pct"), ReorderPct: v.Int("reorder_pct"), DelayPct: v.Int("delay_pct"), AfterChunks: v.Int("after_chunks"),
+			MinDelay: v.Duration("min_delay"), MaxDelay: v.Duration("max_delay")}
 		if _, has := k.Param("rank"); has {
 			f.Rank = v.Int("rank")
 		}
@@ -83,6 +85,9 @@ func Config(sc *harness.Scenario) (sim.Config, []Skipped, error) {
 			continue
 		case (fs.Kind == "reset-peer" || fs.Kind == "link-down" || fs.Kind == "timeout") && !strings.HasPrefix(f.Link, "control/") && !strings.HasPrefix(f.Link, "kv/"):
 			skipped = append(skipped, Skipped{i, fs.Kind, "only control/N and kv/N connections can be cut in the simulator"})
+			continue
+		case fs.Kind == "kv-chunks" && !strings.HasPrefix(f.Link, "kv/"):
+			skipped = append(skipped, Skipped{i, fs.Kind, "kv-chunks acts on kv/N links only"})
 			continue
 		case fs.Kind == "latency" && f.Link == "bootstrap":
 			skipped = append(skipped, Skipped{i, fs.Kind, "the simulator has no bootstrap HTTP hop"})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,45 @@ func TestSkippedFaultsReported(t *testing.T) {
 	_, sk, err := Config(sc)
 	if err != nil || len(sk) != 1 || sk[0].Kind != "sigkill" {
 		t.Fatalf("decode-restart: skipped %v, err %v; want the sigkill entry", sk, err)
+	}
+}
+
+// kv-chunks is simulated: kv-chunks-out-of-order runs with nothing
+// skipped, both its windows take effect (chunks held and overtaken,
+// delayed, dropped), a dropped chunk fails its write as the live relay's
+// closed connection does, and the fixed engine passes.
+func TestKVChunksSimulated(t *testing.T) {
+	t.Parallel()
+	sc, err := harness.LoadScenario("kv-chunks-out-of-order", scenarios.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, sk, err := Config(sc)
+	if err != nil || len(sk) != 0 {
+		t.Fatalf("kv-chunks-out-of-order: skipped %v, err %v; want nothing skipped", sk, err)
+	}
+	r, err := sim.Run(cfg, 3, sim.Options{Events: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Failed != "" {
+		c, _ := r.Checks.Get(r.Failed)
+		t.Fatalf("fixed engine: %s failed: %s", r.Failed, c.Summary)
+	}
+	var windows, effective int
+	for _, ev := range r.Events {
+		if ev.Fault != nil && strings.HasPrefix(ev.Fault.Fault, "kv-chunks@") {
+			windows++
+			if ev.Fault.Evidence.Effective {
+				effective++
+			}
+		}
+	}
+	if windows != 2 || effective != 2 {
+		t.Errorf("kv-chunks windows %d, effective %d; want 2 and 2", windows, effective)
+	}
+	if r.Probes[contract.ProbePrefillKVReadFailed.String()] == 0 {
+		t.Errorf("no dropped chunk failed its write (probe %s not hit)", contract.ProbePrefillKVReadFailed)
 	}
 }
 
