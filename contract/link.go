@@ -21,8 +21,8 @@ const (
 	LinkKV LinkKind = "kv"
 )
 
-// Link names a deployment offers. Per-rank links are named by ControlLink
-// and KVLink.
+// Link names a deployment offers. Per-rank links are named by ControlLink,
+// NotifyLink and KVLink.
 const (
 	LinkClientRouter  = "client-router"
 	LinkRouterPrefill = "router-prefill"
@@ -32,6 +32,10 @@ const (
 
 // ControlLink names the decode→prefill control link of a prefill rank.
 func ControlLink(rank int) string { return fmt.Sprintf("control/%d", rank) }
+
+// NotifyLink names the prefill→decode notify link of a decode rank: the
+// statuses and ABORT_ACKs prefill sends back.
+func NotifyLink(rank int) string { return fmt.Sprintf("notify/%d", rank) }
 
 // KVLink names the prefill→decode KV link of a decode rank.
 func KVLink(rank int) string { return fmt.Sprintf("kv/%d", rank) }

@@ -80,7 +80,7 @@ func (c *Cluster) Links() []contract.Link {
 	for r := range pa.Control {
 		links = append(links,
 			contract.Link{Name: fmt.Sprintf("control/%d", r), From: "decode", To: "prefill", Kind: contract.LinkZMTP, Addr: pa.Control[r]},
-			contract.Link{Name: fmt.Sprintf("notify/%d", r), From: "prefill", To: "decode", Kind: contract.LinkZMTP, Addr: da.Notify[r]},
+			contract.Link{Name: contract.NotifyLink(r), From: "prefill", To: "decode", Kind: contract.LinkZMTP, Addr: da.Notify[r]},
 			contract.Link{Name: fmt.Sprintf("kv/%d", r), From: "prefill", To: "decode", Kind: contract.LinkKV, Addr: da.KV[r]})
 	}
 	return links

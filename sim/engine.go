@@ -56,7 +56,7 @@ func newLinkNames(ranks int) linkNames {
 	var n linkNames
 	for r := range ranks {
 		n.ctl = append(n.ctl, contract.ControlLink(r))
-		n.notify = append(n.notify, contract.ControlLink(r)+"#notify")
+		n.notify = append(n.notify, contract.NotifyLink(r))
 		n.kv = append(n.kv, contract.KVLink(r))
 	}
 	return n
@@ -180,10 +180,12 @@ func (s *run) prefillOut() {
 		n := s.notify[rank-notifyBase]
 		frames := o.Frames
 		kind, room := s.noticeKind(frames)
-		s.transmit(s.linkName(s.names.notify, o.Rank, func(r int) string { return contract.ControlLink(r) + "#notify" }), &msg{kind: kind, room: room, desc: s.framesDesc(frames), deliver: func() {
-			n.frames = append(n.frames, frames)
+		m := &msg{kind: kind, room: room, desc: s.framesDesc(frames), frames: frames}
+		m.deliver = func() {
+			n.frames = append(n.frames, m.frames) // as it arrived: a fault may have corrupted it
 			s.kick(&n.actor)
-		}})
+		}
+		s.transmit(s.linkName(s.names.notify, o.Rank, contract.NotifyLink), m)
 	}
 }
 
@@ -395,10 +397,12 @@ func (s *run) sendControl(rank int, frames [][]byte) {
 	}
 	b := s.boot[rank]
 	kind, room := s.controlKind(frames)
-	s.transmit(s.linkName(s.names.ctl, rank, contract.ControlLink), &msg{kind: kind, room: room, desc: s.framesDesc(frames), deliver: func() {
-		b.frames = append(b.frames, frames)
+	m := &msg{kind: kind, room: room, desc: s.framesDesc(frames), frames: frames}
+	m.deliver = func() {
+		b.frames = append(b.frames, m.frames) // as it arrived: a fault may have corrupted it
 		s.kick(&b.actor)
-	}})
+	}
+	s.transmit(s.linkName(s.names.ctl, rank, contract.ControlLink), m)
 }
 
 func (s *run) notifyStep(rank int) {

@@ -39,6 +39,8 @@ type Fault struct {
 	DropPct, ReorderPct, DelayPct int
 	AfterChunks                   int
 	MinDelay, MaxDelay            time.Duration
+	// Mode is corrupt-messages' (protocol.CorruptModes; empty: garble).
+	Mode string
 	// Role, Rank and Worker pick the actors an engine or process fault
 	// stops; Rank and Worker -1 mean all.
 	Role         string
@@ -50,7 +52,7 @@ type Fault struct {
 func Modelled() []string {
 	return []string{"pause-transfer-workers", "pause-transfer-writes", "stall-bootstrap-loop", "stall-scheduler",
 		"delay-messages", "abort-before-metadata", "hold-messages", "drop-messages", "duplicate-messages",
-		"latency", "reset-peer", "link-down", "timeout", "sigstop", "kv-chunks"}
+		"latency", "reset-peer", "link-down", "timeout", "sigstop", "kv-chunks", "corrupt-messages"}
 }
 
 // layerOf is the catalogue layer of a modelled kind, for fault records.

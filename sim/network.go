@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/pdchaos/pdchaos/faults/protocol"
 )
 
 // link is one simulated connection. Messages on it arrive in order (TCP)
@@ -24,6 +25,9 @@ type msg struct {
 	// lost, when set, is what the sender sees of a message lost on the
 	// way (a KV write's completion failing); nil: nothing.
 	lost func()
+	// frames are a control message's frames, which deliver hands on: a
+	// corrupt-messages fault replaces them.
+	frames [][]byte
 }
 
 // held is a message a hold fault keeps back.
@@ -95,6 +99,13 @@ func (s *run) transmit(conn string, m *msg) {
 				return
 			}
 			s.countdown(wn)
+		case "corrupt-messages":
+			if m.frames != nil && wn.matchesKind(m.kind) && (wn.f.Limit == 0 || wn.used < wn.f.Limit) {
+				wn.used++
+				wn.affected++
+				m.frames = protocol.CorruptFrames(m.frames, wn.f.Mode)
+				s.tracef("net", "CORRUPT %s %s on %s: now %s", m.kind, m.desc, name, s.framesDesc(m.frames))
+			}
 		case "kv-chunks":
 			if m.kind != "chunk" {
 				break

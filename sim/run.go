@@ -261,7 +261,17 @@ func (s *run) flushOutcomes() {
 func (s *run) apply(wn *window) {
 	wn.active = true
 	s.tracef("faults", "APPLY %s window %d", wn.name(), wn.id)
+	s.interposed(wn)
 	s.kickAll()
+}
+
+// interposed models what putting a hop on a control link (or taking it
+// away) does to the bundled engine: decode's push pool dials the new
+// address, and a new connection starts with a registration.
+func (s *run) interposed(wn *window) {
+	if isLinkKind(wn.f.Kind) {
+		s.lostOn(wn.f.Link)
+	}
 }
 
 func (s *run) heal(wn *window) {
@@ -274,6 +284,7 @@ func (s *run) heal(wn *window) {
 	for len(wn.held) > 0 {
 		s.release(wn, wn.held[0])
 	}
+	s.interposed(wn)
 	s.kickAll()
 }
 

@@ -99,6 +99,15 @@ func Swarm(cfg Config, seed uint64) (Config, string) {
 				MaxHold: d(50*time.Millisecond, 500*time.Millisecond), DelayPct: r.IntN(100 - drop - reorder), MaxDelay: d(time.Millisecond, 50*time.Millisecond)},
 				300*time.Millisecond, 3*time.Second)
 		},
+		func() Fault {
+			link := [2]string{ctl, "notify/0"}[r.IntN(2)]
+			pool := []string{"metadata", "abort", "registration"}
+			if link != ctl {
+				pool = []string{"status", "ack"}
+			}
+			return timing(Fault{Kind: "corrupt-messages", Link: link, Kinds: kinds(pool...), Limit: 1 + r.IntN(5),
+				Mode: [2]string{"garble", "truncate"}[r.IntN(2)]}, 200*time.Millisecond, 2*time.Second)
+		},
 	}
 	out := cfg
 	out.Faults = append([]Fault(nil), cfg.Faults...)

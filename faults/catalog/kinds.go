@@ -106,6 +106,16 @@ func Kinds() []Kind {
 				return &protocol.Duplicate{Link: v.String("link"), Kinds: protoKinds(v.Strings("kinds")), Limit: v.Int("limit")}, nil
 			}},
 
+		{Name: "corrupt-messages", Layer: faults.LayerProtocol,
+			Doc: "forward matching control messages corrupted (a number frame garbled, or the last frame cut off), so the receiver must refuse them and deadlines end the rooms they would have moved",
+			Params: []Param{controlLink(), msgKinds(), limit("corrupt at most this many; 0: all"),
+				{Name: "mode", Type: TypeString, Default: protocol.CorruptGarble, Enum: protocol.CorruptModes,
+					Doc: "garble: every all-digit frame (room, port) made not a number; truncate: the last frame cut off"}},
+			Example: map[string]any{"link": "control/0", "kinds": []any{"metadata", "abort"}, "limit": 5, "mode": "garble"},
+			Build: func(v Values, _ Env) (faults.Fault, error) {
+				return &protocol.Corrupt{Link: v.String("link"), Kinds: protoKinds(v.Strings("kinds")), Limit: v.Int("limit"), Mode: v.String("mode")}, nil
+			}},
+
 		// Protocol: the KV frame relay.
 		{Name: "kv-chunks", Layer: faults.LayerProtocol,
 			Doc: "delay, reorder or drop individual KV chunks on a KV link, as multi-rail RDMA writes complete out of order (within a room when the engine posts several writes: kv_posted_writes)",

@@ -1,8 +1,12 @@
 package protocol
 
 import (
+	"bufio"
+	"bytes"
 	"slices"
 	"time"
+
+	"github.com/pdchaos/pdchaos/zmtp"
 )
 
 // queue runs one message (or command, msg nil) through the rules and
@@ -36,6 +40,11 @@ func (p *Proxy) queue(c *pconn, raw []byte, msg *Message) {
 		p.stats.Duplicated++
 		c.push(e)
 		c.push(&entry{c: c, seq: p.next(), raw: raw, msg: msg, at: e.at, index: -1})
+	case ActCorrupt:
+		p.act(r)
+		p.stats.Corrupted++
+		e.raw = reencode(raw, r.Corrupt(*msg))
+		c.push(e)
 	case ActDelay:
 		d := time.Duration(0)
 		if r.Delay != nil {
@@ -157,4 +166,23 @@ func (p *Proxy) popped(e *entry) {
 	}
 	clear(p.held[len(kept):])
 	p.held = kept
+}
+
+// reencode is frames as ZMTP message frames, followed by the commands raw
+// carried inside its message (a heartbeat PING must still reach the peer).
+func reencode(raw []byte, frames [][]byte) []byte {
+	var b []byte
+	for _, f := range zmtp.MessageFrames(frames) {
+		b = zmtp.AppendFrame(b, f)
+	}
+	br := bufio.NewReader(bytes.NewReader(raw))
+	for {
+		f, err := zmtp.ReadFrame(br)
+		if err != nil {
+			return b
+		}
+		if f.IsCommand() {
+			b = zmtp.AppendFrame(b, f)
+		}
+	}
 }

@@ -155,6 +155,49 @@ func TestDropDuplicateDelay(t *testing.T) {
 			t.Fatalf("got %s %s %s", first(got[0]), first(got[1]), first(got[2]))
 		}
 	})
+	t.Run("corrupt", func(t *testing.T) {
+		pull, tgt := pair(t)
+		f := &Corrupt{Link: "control/0", Kinds: []Kind{KindAbort, KindMetadata}, Limit: 2}
+		inject(t, f, tgt)
+		push := dialT(t, tgt.viaAddr())
+		send(t, push, abort("1"), metadata("2"), abort("3"))
+		got := recvN(t, pull, 3)
+		if first(got[0]) != "ABORT/pdchaos-corrupt-1" || string(got[0][3]) != "pdchaos-corrupt-17000" {
+			t.Errorf("garbled ABORT: %q", got[0])
+		}
+		if first(got[1]) != GuardFrame+"/pdchaos-corrupt-2" || len(got[1]) != len(metadata("2")) {
+			t.Errorf("garbled metadata: %q", got[1])
+		}
+		if first(got[2]) != "ABORT/3" || string(got[2][3]) != "17000" {
+			t.Errorf("past the limit, not corrupted: %q", got[2])
+		}
+		// Garbled, the room is no longer a room: the classifier, as any
+		// receiver, cannot read it.
+		if _, _, hasRoom := Classify(got[0]); hasRoom {
+			t.Errorf("a garbled ABORT still classifies with a room")
+		}
+		if ev := f.Evidence(); ev.Counters["corrupted"] != 2 || !ev.Effective {
+			t.Errorf("evidence %+v, want corrupted 2 and effective", ev)
+		}
+	})
+	t.Run("corrupt truncate", func(t *testing.T) {
+		pull, tgt := pair(t)
+		f := &Corrupt{Link: "control/0", Kinds: []Kind{KindMetadata}, Mode: CorruptTruncate}
+		inject(t, f, tgt)
+		push := dialT(t, tgt.viaAddr())
+		send(t, push, metadata("5"), abort("5"))
+		got := recvN(t, pull, 2)
+		if want := metadata("5")[:len(metadata("5"))-1]; fmt.Sprint(got[0]) != fmt.Sprint(want) || first(got[1]) != "ABORT/5" {
+			t.Errorf("truncated metadata %q then %q", got[0], got[1])
+		}
+	})
+	t.Run("corrupt refuses a bad mode", func(t *testing.T) {
+		_, tgt := pair(t)
+		f := &Corrupt{Link: "control/0", Mode: "shred"}
+		if _, err := f.Inject(testkit.Context(t), tgt); err == nil || !strings.Contains(err.Error(), `"shred"`) {
+			t.Fatalf("inject with mode shred: err %v, want one naming the mode", err)
+		}
+	})
 	t.Run("delay reorders", func(t *testing.T) {
 		pull, tgt := pair(t)
 		f := &DelayMessages{Link: "control/0", Kinds: []Kind{KindAbort}, Min: 50 * time.Millisecond, Max: 80 * time.Millisecond, Rand: rand.New(rand.NewPCG(1, 2))}

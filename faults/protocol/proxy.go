@@ -34,6 +34,7 @@ type Stats struct {
 	TimedOut   int64 `json:"timed_out"`
 	Dropped    int64 `json:"dropped"`
 	Duplicated int64 `json:"duplicated"`
+	Corrupted  int64 `json:"corrupted"`
 	Delayed    int64 `json:"delayed"`
 	DelayMs    int64 `json:"delay_ms"`
 	Conns      int64 `json:"conns"`

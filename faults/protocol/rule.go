@@ -22,6 +22,8 @@ const (
 	ActDrop
 	// ActDuplicate forwards the message twice in a row.
 	ActDuplicate
+	// ActCorrupt forwards Rule.Corrupt's frames in place of the message's.
+	ActCorrupt
 )
 
 // Message is one whole multipart message seen on the PUSH→PULL direction,
@@ -70,6 +72,8 @@ type Rule struct {
 	// MaxHold releases a held message after this long; 0 means no limit
 	// (until another condition, Release or Close).
 	MaxHold time.Duration
+	// Corrupt gives a corrupted message its frames. Required for Corrupt.
+	Corrupt func(Message) [][]byte
 
 	used int
 }

@@ -28,7 +28,7 @@ const DefaultRouteListen = "127.0.0.1:9998"
 
 // LinkNotify names the prefill→decode notify link (status, ABORT_ACK,
 // KV_STATUS) of the i-th decode address an interposed target has seen.
-func LinkNotify(i int) string { return fmt.Sprintf("notify/%d", i) }
+func LinkNotify(i int) string { return contract.NotifyLink(i) }
 
 // interposer is pdchaos's own hops between an external deployment's decode
 // and prefill, started from --bootstrap: a /route rewriter that answers

@@ -69,7 +69,7 @@ func Config(sc *harness.Scenario) (sim.Config, []Skipped, error) {
 			KeepOrder: v.Bool("keep_order"), MaxHold: v.Duration("max_hold"), AfterMessages: v.Int("after_messages"), Limit: v.Int("limit"),
 			Role: v.String("role"), Rank: -1, Worker: -1,
 			DropPct: v.Int("drop_pct"), ReorderPct: v.Int("reorder_pct"), DelayPct: v.Int("delay_pct"), AfterChunks: v.Int("after_chunks"),
-			MinDelay: v.Duration("min_delay"), MaxDelay: v.Duration("max_delay")}
+			MinDelay: v.Duration("min_delay"), MaxDelay: v.Duration("max_delay"), Mode: v.String("mode")}
 		if _, has := k.Param("rank"); has {
 			f.Rank = v.Int("rank")
 		}

@@ -21,7 +21,7 @@ func unreachableInGate() map[string]string {
 	const (
 		noAbortEndpoint = "no preset calls /abort_request: agents abort by going away"
 		noDupRequest    = "the router draws a fresh room and rid per request; needs a client reusing them through /generate"
-		noCorruptFrame  = "no preset corrupts a control frame (protocol faults delay, reorder, drop or duplicate whole messages)"
+		noCorruptFrame  = "corrupt-control-messages corrupts TransferInfo, ABORTs and notices, never a registration or a frame the parser still reads"
 		someSeeds       = "a race the presets reach in some seeds only"
 		runtimeNever    = "the runtime never takes this core branch: its loop stops at the first failure, as the upstream thread did"
 	)
@@ -33,10 +33,8 @@ func unreachableInGate() map[string]string {
 		"decode/add-duplicate-rid":       noDupRequest,
 		"decode/add-room-in-use":         noDupRequest,
 		"decode/add-too-long":            "the agents' prompts always fit decode's KV cache",
-		"prefill/malformed-control":      noCorruptFrame,
-		"prefill/malformed-kills-loop":   noCorruptFrame + "; bootstrap-thread-death's preset kills the loop with an ABORT",
+		"prefill/malformed-kills-loop":   "bootstrap-thread-death's preset (abort-storm) corrupts nothing: its loop dies on an ABORT",
 		"prefill/metadata-unknown-agent": noCorruptFrame + "; registrations always precede TransferInfo on a connection",
-		"decode/malformed-notice":        noCorruptFrame,
 		"decode/status-not-failed":       "prefill only ever sends Failed statuses",
 		"decode/chunk-overruns-pages":    "needs a TransferInfo with fewer pages than the prompt; no fault rewrites frames",
 		"decode/chunk-wrong-stage":       "needs a duplicated KV write after commit; no preset duplicates KV chunks",
