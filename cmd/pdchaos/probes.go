@@ -4,6 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -19,13 +24,33 @@ import (
 func newProbesCmd() *cobra.Command {
 	var asJSON bool
 	var side string
+	var runs []string
 	cmd := &cobra.Command{
 		Use:   "probes [NAME...]",
 		Short: "List the engine's code probes: name, side, place in the code (file:line) and the branch each marks",
+		Long: `List the engine's code probes: name, side, place in the code (file:line)
+and the branch each marks. With --runs DIR (repeatable), read every
+result.json under the directories instead and print each probe with how
+many runs hit it, how often, and which scenarios (with their regressions)
+did; probes no run hit are listed last and make the exit code 1.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			probes, err := pickProbes(side, args)
 			if err != nil {
 				return &exitError{exitHarness, err}
+			}
+			if len(runs) > 0 {
+				cov, err := readProbeRuns(runs)
+				if err != nil {
+					return &exitError{exitHarness, err}
+				}
+				unhit, err := printProbeCoverage(cmd.OutOrStdout(), probes, cov)
+				if err != nil {
+					return err
+				}
+				if unhit > 0 {
+					return &exitError{exitViolation, fmt.Errorf("probes: %d of %d probes hit by none of %d runs", unhit, len(probes), cov.runs)}
+				}
+				return nil
 			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -40,7 +65,123 @@ func newProbesCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of {name, side, doc, regression, sites}")
 	cmd.Flags().StringVar(&side, "side", "", "only the probes of prefill, decode or router")
+	cmd.Flags().StringArrayVar(&runs, "runs", nil, "read the probe hits of every run (result.json) under this directory (repeatable): the coverage table")
 	return cmd
+}
+
+// probeRuns is the probe hits of a set of runs.
+type probeRuns struct {
+	runs int
+	// byScenario counts runs per scenario label (name, with its
+	// regressions in brackets).
+	byScenario map[string]int
+	// hits[probe][label] is how many runs of label hit probe, and
+	// total[probe] all their hits.
+	hits  map[string]map[string]int
+	total map[string]int64
+}
+
+// readProbeRuns reads the probes of every result.json under dirs.
+func readProbeRuns(dirs []string) (*probeRuns, error) {
+	c := &probeRuns{byScenario: map[string]int{}, hits: map[string]map[string]int{}, total: map[string]int64{}}
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("probes --runs: %w", err)
+		}
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Name() != "result.json" {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			var r struct {
+				Scenario    string           `json:"scenario"`
+				Regressions []string         `json:"regressions"`
+				Probes      map[string]int64 `json:"probes"`
+			}
+			if err := json.Unmarshal(b, &r); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if r.Probes == nil {
+				return nil // recorded before probes, or a run that never started the engine
+			}
+			label := r.Scenario
+			if len(r.Regressions) > 0 {
+				label += " [" + strings.Join(r.Regressions, ",") + "]"
+			}
+			c.runs++
+			c.byScenario[label]++
+			for p, n := range r.Probes {
+				if n <= 0 {
+					continue
+				}
+				if c.hits[p] == nil {
+					c.hits[p] = map[string]int{}
+				}
+				c.hits[p][label]++
+				c.total[p] += n
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("probes --runs %s: %w", dir, err)
+		}
+	}
+	if c.runs == 0 {
+		return nil, fmt.Errorf("probes --runs %s: no result.json with probe hits", strings.Join(dirs, " "))
+	}
+	return c, nil
+}
+
+// printProbeCoverage writes one row per probe hit (runs hitting it, hits,
+// and the scenarios that did, most runs first) and then the unhit ones;
+// it returns how many were unhit.
+func printProbeCoverage(out io.Writer, probes []contract.Probe, c *probeRuns) (int, error) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "PROBE\tPLACE\tRUNS\tHITS\tHIT BY (runs that hit it / runs of the scenario)\n")
+	var unhit []contract.Probe
+	for _, p := range probes {
+		by := c.hits[p.Name]
+		if len(by) == 0 {
+			unhit = append(unhit, p)
+			continue
+		}
+		labels := slices.Collect(maps.Keys(by))
+		slices.SortFunc(labels, func(a, b string) int {
+			if d := by[b] - by[a]; d != 0 {
+				return d
+			}
+			return strings.Compare(a, b)
+		})
+		var parts []string
+		runs := 0
+		for _, l := range labels {
+			runs += by[l]
+			parts = append(parts, fmt.Sprintf("%s %d/%d", l, by[l], c.byScenario[l]))
+		}
+		const shown = 4
+		if len(parts) > shown {
+			parts = append(parts[:shown], fmt.Sprintf("+%d more", len(parts)-shown))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", p.Name, firstSite(p), runs, c.total[p.Name], strings.Join(parts, ", "))
+	}
+	for _, p := range unhit {
+		fmt.Fprintf(w, "%s\t%s\t0\t0\tUNHIT\n", p.Name, firstSite(p))
+	}
+	if err := w.Flush(); err != nil {
+		return 0, fmt.Errorf("print probe coverage: %w", err)
+	}
+	fmt.Fprintf(out, "%d probes, %d hit, %d unhit, over %d runs of %d scenarios\n", len(probes), len(probes)-len(unhit), len(unhit), c.runs, len(c.byScenario))
+	return len(unhit), nil
+}
+
+func firstSite(p contract.Probe) string {
+	if len(p.Sites) == 0 {
+		return ""
+	}
+	return p.Sites[0]
 }
 
 // pickProbes filters the table by side and by name.
