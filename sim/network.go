@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/engine/core"
-	"github.com/pdchaos/pdchaos/faults/protocol"
+	"github.com/pdchaos/pdchaos/faults"
 )
 
 // link is one simulated connection. Messages on it arrive in order (TCP)
@@ -103,7 +103,7 @@ func (s *run) transmit(conn string, m *msg) {
 			if m.frames != nil && wn.matchesKind(m.kind) && (wn.f.Limit == 0 || wn.used < wn.f.Limit) {
 				wn.used++
 				wn.affected++
-				m.frames = protocol.CorruptFrames(m.frames, wn.f.Mode)
+				m.frames = faults.CorruptFrames(m.frames, wn.f.Mode)
 				s.tracef("net", "CORRUPT %s %s on %s: now %s", m.kind, m.desc, name, s.framesDesc(m.frames))
 			}
 		case "kv-chunks":

@@ -109,7 +109,7 @@ func Kinds() []Kind {
 		{Name: "corrupt-messages", Layer: faults.LayerProtocol,
 			Doc: "forward matching control messages corrupted (a number frame garbled, or the last frame cut off), so the receiver must refuse them and deadlines end the rooms they would have moved",
 			Params: []Param{controlLink(), msgKinds(), limit("corrupt at most this many; 0: all"),
-				{Name: "mode", Type: TypeString, Default: protocol.CorruptGarble, Enum: protocol.CorruptModes,
+				{Name: "mode", Type: TypeString, Default: faults.CorruptGarble, Enum: faults.CorruptModes(),
 					Doc: "garble: every all-digit frame (room, port) made not a number; truncate: the last frame cut off"}},
 			Example: map[string]any{"link": "control/0", "kinds": []any{"metadata", "abort"}, "limit": 5, "mode": "garble"},
 			Build: func(v Values, _ Env) (faults.Fault, error) {

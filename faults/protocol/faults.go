@@ -335,19 +335,6 @@ func (f *Duplicate) Evidence() faults.Evidence {
 	return f.inj.evidence(f.Name(), func(s Stats) bool { return s.Duplicated > 0 })
 }
 
-// Corruption modes of Corrupt.
-const (
-	// CorruptTruncate cuts the message's last frame off, as a sender
-	// that died mid-message or an older layout would.
-	CorruptTruncate = "truncate"
-	// CorruptGarble replaces every all-digit frame (room, port, page
-	// counts) with bytes that are not a number.
-	CorruptGarble = "garble"
-)
-
-// CorruptModes lists Corrupt's modes.
-var CorruptModes = []string{CorruptTruncate, CorruptGarble}
-
 // Corrupt forwards matching messages corrupted by Mode (at most Limit, 0 =
 // all), so the receiver must refuse what it cannot parse, count it, and
 // let the room's deadlines end what the lost message would have.
@@ -357,7 +344,7 @@ type Corrupt struct {
 	Rooms []uint64
 	Match func(Message) bool
 	Limit int
-	// Mode is CorruptTruncate or CorruptGarble; empty: garble.
+	// Mode is faults.CorruptTruncate or faults.CorruptGarble; empty: garble.
 	Mode string
 	inj  injector
 }
@@ -369,7 +356,7 @@ func (f *Corrupt) Name() string {
 
 func (f *Corrupt) mode() string {
 	if f.Mode == "" {
-		return CorruptGarble
+		return faults.CorruptGarble
 	}
 	return f.Mode
 }
@@ -380,56 +367,17 @@ func (f *Corrupt) Layer() faults.Layer { return faults.LayerProtocol }
 // Inject implements faults.Fault.
 func (f *Corrupt) Inject(ctx context.Context, t faults.Target) (faults.Heal, error) {
 	mode := f.mode()
-	if mode != CorruptTruncate && mode != CorruptGarble {
-		return nil, fmt.Errorf("inject %s: field Mode: %q is not one of %s", f.Name(), f.Mode, strings.Join(CorruptModes, ", "))
+	if mode != faults.CorruptTruncate && mode != faults.CorruptGarble {
+		return nil, fmt.Errorf("inject %s: field Mode: %q is not one of %s", f.Name(), f.Mode, strings.Join(faults.CorruptModes(), ", "))
 	}
 	r := Rule{Kinds: f.Kinds, Rooms: f.Rooms, Match: f.Match, Limit: f.Limit, Action: ActCorrupt,
-		Corrupt: func(m Message) [][]byte { return CorruptFrames(m.Frames, mode) }}
+		Corrupt: func(m Message) [][]byte { return faults.CorruptFrames(m.Frames, mode) }}
 	return f.inj.inject(ctx, t, f.Name(), f.Link, []Rule{r})
 }
 
 // Evidence implements faults.Fault: effective once a message was corrupted.
 func (f *Corrupt) Evidence() faults.Evidence {
 	return f.inj.evidence(f.Name(), func(s Stats) bool { return s.Corrupted > 0 })
-}
-
-// CorruptFrames is frames corrupted by mode (CorruptTruncate or
-// CorruptGarble), a fresh slice: truncate drops the last frame (garbles a
-// one-frame message), garble replaces each all-digit frame (and truncates
-// a message with none). A garbled room no parser reads as a room; a
-// truncated layout with optional trailing frames may still parse.
-func CorruptFrames(frames [][]byte, mode string) [][]byte {
-	out := make([][]byte, 0, len(frames))
-	if mode == CorruptTruncate && len(frames) > 1 {
-		return append(out, frames[:len(frames)-1]...)
-	}
-	garbled := false
-	for _, f := range frames {
-		if isDigits(f) {
-			f = append([]byte("pdchaos-corrupt-"), f...)
-			garbled = true
-		}
-		out = append(out, f)
-	}
-	if !garbled && len(out) > 1 {
-		out = out[:len(out)-1]
-	}
-	if len(out) == 1 && !garbled {
-		out[0] = append([]byte("pdchaos-corrupt-"), out[0]...)
-	}
-	return out
-}
-
-func isDigits(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 var (

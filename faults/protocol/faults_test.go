@@ -182,7 +182,7 @@ func TestDropDuplicateDelay(t *testing.T) {
 	})
 	t.Run("corrupt truncate", func(t *testing.T) {
 		pull, tgt := pair(t)
-		f := &Corrupt{Link: "control/0", Kinds: []Kind{KindMetadata}, Mode: CorruptTruncate}
+		f := &Corrupt{Link: "control/0", Kinds: []Kind{KindMetadata}, Mode: faults.CorruptTruncate}
 		inject(t, f, tgt)
 		push := dialT(t, tgt.viaAddr())
 		send(t, push, metadata("5"), abort("5"))
