@@ -77,15 +77,22 @@ func (c *convo) messages() []model.Message {
 	return out
 }
 
-// chatBody builds a streaming chat completion body from pre-encoded messages.
-func chatBody(modelJSON []byte, maxTokens int, system *entry, entries []entry) []byte {
-	n := 64 + len(modelJSON) + len(system.json)
+// chatBody builds a streaming chat completion body from pre-encoded
+// messages; rid, when set, goes in SGLang's rid field (plain ASCII: the
+// planner's own ids).
+func chatBody(modelJSON []byte, maxTokens int, rid string, system *entry, entries []entry) []byte {
+	n := 80 + len(modelJSON) + len(system.json) + len(rid)
 	for _, e := range entries {
 		n += len(e.json) + 1
 	}
 	b := make([]byte, 0, n)
 	b = append(b, `{"model":`...)
 	b = append(b, modelJSON...)
+	if rid != "" {
+		b = append(b, `,"rid":"`...)
+		b = append(b, rid...)
+		b = append(b, '"')
+	}
 	b = append(b, `,"stream":true,"max_tokens":`...)
 	b = strconv.AppendInt(b, int64(maxTokens), 10)
 	b = append(b, `,"messages":[`...)
@@ -127,11 +134,11 @@ func (s *Swarm) live(ctx context.Context, p *planner) {
 			wg.Go(func() {
 				task := []entry{newEntry("user", "[sub-task]\n"+text(d.PromptSeed, d.PromptWords), d.PromptWords, false)}
 				msgs := []model.Message{s.system.msg, task[0].msg}
-				s.caller.do(ctx, d, msgs, chatBody(s.modelJSON, d.MaxTokens, &s.system, task))
+				s.caller.doRetrying(ctx, d, msgs, chatBody(s.modelJSON, d.MaxTokens, d.Rid, &s.system, task))
 			})
 		}
-		o, answer := s.caller.do(ctx, main, conv.messages(),
-			chatBody(s.modelJSON, main.MaxTokens, &s.system, conv.entries))
+		o, answer := s.caller.doRetrying(ctx, main, conv.messages(),
+			chatBody(s.modelJSON, main.MaxTokens, main.Rid, &s.system, conv.entries))
 		wg.Wait()
 		if ctx.Err() != nil {
 			return

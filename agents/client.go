@@ -86,7 +86,7 @@ type caller struct {
 // and delivered to the sink) and, on completion, the answer text.
 func (c *caller) do(ctx context.Context, d Decision, msgs []model.Message, body []byte) (outcome.Outcome, string) {
 	o := outcome.Outcome{Source: outcome.SourceAgent, Agent: d.Agent, Incarnation: d.Incarnation,
-		Session: d.Session, Turn: d.Turn, Sub: d.Sub, MaxTokens: d.MaxTokens, Planned: d.Cancel}
+		Session: d.Session, Turn: d.Turn, Sub: d.Sub, MaxTokens: d.MaxTokens, Planned: d.Cancel, Rid: d.Rid, Retry: d.resent}
 	c.counters.begin()
 	sent := time.Now()
 	o.Start = sent.Sub(c.base)
@@ -139,6 +139,19 @@ func (c *caller) do(ctx context.Context, d Decision, msgs []model.Message, body 
 		return o, ""
 	}
 	return o, st.answer.String()
+}
+
+// doRetrying is do, then, for a request planned to be retried whose queued
+// cancel happened, the same body (the same rid) sent again at once and not
+// cancelled: its outcome is the one returned, marked Retry.
+func (c *caller) doRetrying(ctx context.Context, d Decision, msgs []model.Message, body []byte) (outcome.Outcome, string) {
+	o, answer := c.do(ctx, d, msgs, body)
+	if !d.Retry || o.Kind != outcome.KindCancelled || ctx.Err() != nil {
+		return o, answer
+	}
+	again := d
+	again.Cancel, again.CancelDelay, again.Retry, again.resent = "", 0, false, true
+	return c.do(ctx, again, msgs, body)
 }
 
 // send posts body and reads the event stream into st; nil means [DONE] was

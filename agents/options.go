@@ -91,6 +91,12 @@ type Options struct {
 	DeadlineRate float64 `json:"deadline_rate,omitempty" yaml:"deadline_rate,omitempty"`
 	// Deadline is the largest client deadline; required when DeadlineRate > 0.
 	Deadline time.Duration `json:"deadline,omitempty" yaml:"deadline,omitempty"`
+	// RetrySameRidRate is the probability that a request cancelled before
+	// its first token is sent again at once with the same request id
+	// (rid), as a client retrying what it gave up on: the engine must
+	// refuse the copy while it still holds the first (a duplicate rid) or
+	// serve it, and never confuse the two. 0 sends no rid at all.
+	RetrySameRidRate float64 `json:"retry_same_rid_rate,omitempty" yaml:"retry_same_rid_rate,omitempty"`
 	// HangTimeout reports a request hung when it has not ended this long
 	// after it was sent; 0 means DefaultHangTimeout.
 	HangTimeout time.Duration `json:"hang_timeout,omitempty" yaml:"hang_timeout,omitempty"`
@@ -152,6 +158,7 @@ func (o Options) Validate() error {
 	}{
 		{"sub_request_rate", o.SubRequestRate}, {"cancel_queued_rate", o.CancelQueuedRate},
 		{"cancel_decode_rate", o.CancelDecodeRate}, {"deadline_rate", o.DeadlineRate},
+		{"retry_same_rid_rate", o.RetrySameRidRate},
 	} {
 		if !(f.v >= 0 && f.v <= 1) {
 			return fmt.Errorf("agents option %s: %v is not a probability in [0, 1]", f.name, f.v)
@@ -180,6 +187,9 @@ func (o Options) Validate() error {
 	}
 	if o.DeadlineRate > 0 && o.Deadline == 0 {
 		return fmt.Errorf("agents option deadline: must be > 0 when deadline_rate is %v", o.DeadlineRate)
+	}
+	if o.RetrySameRidRate > 0 && o.CancelQueuedRate == 0 {
+		return fmt.Errorf("agents option retry_same_rid_rate: retries follow queued cancels, and cancel_queued_rate is 0")
 	}
 	if o.CancelDecodeRate > 0 && o.MaxTokens == 1 {
 		return fmt.Errorf("agents option max_tokens: must be >= 2 when cancel_decode_rate > 0")

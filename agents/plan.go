@@ -45,6 +45,12 @@ type Decision struct {
 	Deadline    time.Duration      `json:"deadline,omitempty"`
 	// Think is the pause after the turn (main requests only).
 	Think time.Duration `json:"think,omitempty"`
+	// Rid, when set, is sent as the request's rid; with Retry the request
+	// is sent again with the same rid at once after its queued cancel.
+	Rid   string `json:"rid,omitempty"`
+	Retry bool   `json:"retry,omitempty"`
+	// resent marks the second send of a Retry decision.
+	resent bool
 }
 
 // planner draws one agent incarnation's decisions from its own PCG stream.
@@ -100,6 +106,11 @@ func (p *planner) next() []Decision {
 			d.Cancel, d.CancelAfter = outcome.CancelDecode, 1+p.rng.IntN(d.MaxTokens-1)
 		case u < q+dc+p.o.DeadlineRate:
 			d.Cancel, d.Deadline = outcome.CancelDeadline, uniform(p.rng, p.o.Deadline/2, p.o.Deadline)
+		}
+		// Drawn only when asked for, so the draws of every other scenario
+		// stay as they were.
+		if d.Cancel == outcome.CancelQueued && p.o.RetrySameRidRate > 0 && p.rng.Float64() < p.o.RetrySameRidRate {
+			d.Retry, d.Rid = true, "pdchaos-"+strconv.FormatUint(d.PromptSeed, 16)
 		}
 		if sub == 0 && p.o.ThinkTime > 0 {
 			d.Think = uniform(p.rng, 0, 2*p.o.ThinkTime)

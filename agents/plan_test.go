@@ -93,6 +93,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative think", Options{ThinkTime: -time.Second}, "think_time"},
 		{"negative kill-all", Options{KillAllAt: []time.Duration{-1}}, "kill_all_at[0]"},
 		{"decode cancel of one token", Options{MaxTokens: 1, CancelDecodeRate: 0.1}, "max_tokens"},
+		{"retry rate above one", Options{CancelQueuedRate: 0.1, RetrySameRidRate: 2}, "retry_same_rid_rate"},
+		{"retries with no queued cancels", Options{CancelDecodeRate: 0.1, RetrySameRidRate: 0.5}, "retry_same_rid_rate"},
 	} {
 		err := tc.o.Validate()
 		switch {
@@ -123,5 +125,41 @@ func TestConvoBounded(t *testing.T) {
 	}
 	if msgs := c.messages(); msgs[0].Role != "system" || len(msgs) != 1+len(c.entries) {
 		t.Fatalf("messages: %+v", msgs)
+	}
+}
+
+// Retries are drawn only when asked for: a preset without them draws what
+// it drew before (no rid, no retry), and with them only queued cancels are
+// retried, each with a rid of its own.
+func TestPlanRetrySameRid(t *testing.T) {
+	t.Parallel()
+	o, err := Preset(PresetOpenCode30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, plain := Plan(1, o, 0, 0, 500)
+	for _, d := range plain {
+		if d.Rid != "" || d.Retry {
+			t.Fatalf("rid or retry drawn with retry_same_rid_rate 0: %+v", d)
+		}
+	}
+	o.CancelQueuedRate, o.RetrySameRidRate = 0.5, 0.5
+	_, ds := Plan(1, o, 0, 0, 500)
+	retries, rids := 0, map[string]bool{}
+	for _, d := range ds {
+		if !d.Retry {
+			if d.Rid != "" {
+				t.Fatalf("a rid on a request not retried: %+v", d)
+			}
+			continue
+		}
+		retries++
+		if d.Cancel != outcome.CancelQueued || !strings.HasPrefix(d.Rid, "pdchaos-") || rids[d.Rid] {
+			t.Fatalf("retry on %q with rid %q (seen before: %v)", d.Cancel, d.Rid, rids[d.Rid])
+		}
+		rids[d.Rid] = true
+	}
+	if retries < 50 {
+		t.Fatalf("%d retries in 500 decisions at rates 0.5 x 0.5", retries)
 	}
 }

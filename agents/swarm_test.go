@@ -1,8 +1,14 @@
 package agents
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"sync"
 	"testing"
@@ -69,7 +75,7 @@ func checkAccounting(t *testing.T, s *Swarm, outs []outcome.Outcome) {
 	}
 	seen := map[string]bool{}
 	for _, o := range outs {
-		k := fmt.Sprint(o.Source, o.Agent, o.Incarnation, o.Session, o.Turn, o.Sub)
+		k := fmt.Sprint(o.Source, o.Agent, o.Incarnation, o.Session, o.Turn, o.Sub, o.Retry)
 		if seen[k] {
 			t.Fatalf("two outcomes for request %s", k)
 		}
@@ -252,5 +258,93 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool, what string) {
 			t.Fatalf("timed out after %v waiting for %s", limit, what)
 		}
 		<-tick.C
+	}
+}
+
+// With retry_same_rid_rate, a request cancelled before its first token is
+// sent again at once with the same rid on the wire, and its second send
+// is an outcome of its own, marked Retry and not cancelled.
+func TestSwarmRetriesWithSameRid(t *testing.T) {
+	testkit.NoLeaks(t)
+	srv := fakeserver.New(fakeserver.Options{TokenDelay: time.Millisecond, FirstTokenDelay: 150 * time.Millisecond})
+	defer srv.Close()
+	var mu sync.Mutex
+	sent := map[string]int{} // rid -> sends seen on the wire
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			Rid string `json:"rid"`
+		}
+		_ = json.Unmarshal(body, &req)
+		mu.Lock()
+		sent[req.Rid]++
+		mu.Unlock()
+		up, err := http.NewRequestWithContext(r.Context(), r.Method, srv.URL+r.URL.Path, bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		up.Header = r.Header.Clone()
+		resp, err := http.DefaultTransport.RoundTrip(up)
+		if err != nil {
+			return // the client went away
+		}
+		defer resp.Body.Close()
+		maps.Copy(w.Header(), resp.Header)
+		w.WriteHeader(resp.StatusCode)
+		buf := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				_, _ = w.Write(buf[:n])
+				w.(http.Flusher).Flush()
+			}
+			if err != nil {
+				return
+			}
+		}
+	}))
+	defer front.Close()
+
+	o := Options{Agents: 4, Duration: 2 * time.Second, MaxTokens: 4, CancelQueuedRate: 0.5, CancelQueuedDelay: 50 * time.Millisecond,
+		RetrySameRidRate: 1, SystemPromptWords: 20, UserPromptWords: 5, ToolOutputWords: 5}
+	rec := newRecorder()
+	s := runSwarm(t, Config{Endpoint: front.URL, Seed: 7, Options: o, Sink: rec.sink, Check: ModelCheck}, 5*time.Second)
+	outs := rec.all()
+	checkAccounting(t, s, outs)
+	first := map[string]outcome.Outcome{}
+	retried := 0
+	for _, o := range outs {
+		if o.Rid == "" {
+			continue
+		}
+		if !o.Retry {
+			first[o.Rid] = o
+			continue
+		}
+		retried++
+		f, ok := first[o.Rid]
+		switch {
+		case !ok || f.Kind != outcome.KindCancelled || f.Planned != outcome.CancelQueued:
+			t.Errorf("retry of %s without its cancelled first send (first: %+v)", o.Rid, f)
+		case o.Planned != "":
+			t.Errorf("retry of %s planned a cancel (%q)", o.Rid, o.Planned)
+		case o.Kind != outcome.KindCompleted && o.Reason != outcome.ReasonStop:
+			t.Errorf("retry of %s: %s (%s); want a completed answer (or the swarm's stop)", o.Rid, o.Kind, o.Reason)
+		}
+		mu.Lock()
+		n := sent[o.Rid]
+		mu.Unlock()
+		if n != 2 {
+			t.Errorf("rid %s went on the wire %d times, want 2", o.Rid, n)
+		}
+	}
+	if retried == 0 {
+		t.Fatalf("no retry in %d outcomes", len(outs))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if sent[""] == 0 {
+		t.Error("every request carried a rid; only the retried ones should")
 	}
 }

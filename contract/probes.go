@@ -135,6 +135,7 @@ const (
 	ProbeRouterClientLeftMidAnswer
 	ProbeRouterDecodeFailed
 	ProbeRouterDecodeErrorStatus
+	ProbeRouterDecodeRefused
 	ProbeRouterUpstreamError
 	ProbeRouterStreamEndedEarly
 	ProbeRouterBadEvent
@@ -374,6 +375,7 @@ func probeTable() []Probe {
 		pp(ProbeRouterClientLeftMidAnswer, "router/client-left-mid-answer", "the client left while its answer streamed and prefill still ran: the prefill request is cancelled"),
 		pp(ProbeRouterDecodeFailed, "router/decode-failed", "the decode request failed before a response: 502"),
 		pp(ProbeRouterDecodeErrorStatus, "router/decode-error-status", "decode answered with an error status"),
+		pp(ProbeRouterDecodeRefused, "router/decode-refused", "decode refused the request (4xx): the prefill request is cancelled, not left to its bootstrap timeout"),
 		pp(ProbeRouterUpstreamError, "router/upstream-error", "decode's stream carried an error event"),
 		pp(ProbeRouterStreamEndedEarly, "router/stream-ended-early", "decode's stream ended or broke before the finish reason"),
 		pp(ProbeRouterBadEvent, "router/bad-event", "a stream event that is not JSON is skipped"),

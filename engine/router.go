@@ -183,6 +183,14 @@ func (rt *Router) dispatch(r *http.Request, req contract.GenerateRequest) (*http
 		rt.probes.Hit(contract.ProbeRouterDecodeFailed)
 		return nil, done, err
 	}
+	if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+		// Decode refused the request outright (a rid it still holds, a
+		// prompt too long): no decode will ever take this room's KV, so
+		// prefill's leg is cancelled instead of left to its bootstrap
+		// timeout with a slot pinned.
+		rt.probes.Hit(contract.ProbeRouterDecodeRefused)
+		cancelPrefill()
+	}
 	return resp, done, nil
 }
 
@@ -319,7 +327,10 @@ type chatRequest struct {
 	MaxTokens           int           `json:"max_tokens"`
 	MaxCompletionTokens int           `json:"max_completion_tokens"`
 	Stream              bool          `json:"stream"`
-	StreamOptions       *struct {
+	// Rid is SGLang's extra request id: the engines keep the request by
+	// it, so a client that reuses one while the first is held is refused.
+	Rid           string `json:"rid"`
+	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 }

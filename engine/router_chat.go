@@ -39,6 +39,10 @@ type chatResponse struct {
 	Usage   *chatUsage   `json:"usage,omitempty"`
 }
 
+// maxRidLen bounds a client's rid: it is a map key on both engines and
+// goes into every log line about the request.
+const maxRidLen = 256
+
 func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 	var cr chatRequest
 	if err := json.NewDecoder(r.Body).Decode(&cr); err != nil {
@@ -67,7 +71,15 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	room := rt.room()
 	id := fmt.Sprintf("chatcmpl-%016x", room)
-	req := contract.GenerateRequest{Rid: id, Text: model.ChatPrompt(msgs), SamplingParams: contract.SamplingParams{MaxNewTokens: maxTokens},
+	rid := id
+	if cr.Rid != "" {
+		if len(cr.Rid) > maxRidLen {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("rid: %d bytes, longer than %d", len(cr.Rid), maxRidLen))
+			return
+		}
+		rid = cr.Rid
+	}
+	req := contract.GenerateRequest{Rid: rid, Text: model.ChatPrompt(msgs), SamplingParams: contract.SamplingParams{MaxNewTokens: maxTokens},
 		Stream: true, BootstrapRoom: &room}
 	resp, done, err := rt.dispatch(r, req)
 	defer done()

@@ -2,11 +2,15 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
@@ -61,5 +65,76 @@ func TestRouterReportsADecodeStreamThatEndsEarly(t *testing.T) {
 				t.Fatalf("answer %q, error %q; want %q, %q", r.Text, got, tc.text, tc.err)
 			}
 		})
+	}
+}
+
+// A client's rid reaches both engines as the request's rid; when decode
+// refuses the request outright (4xx: a rid it still holds), the router
+// cancels prefill's leg at once instead of leaving the room to prefill's
+// bootstrap timeout; a rid over the limit is refused before either is
+// called.
+func TestRouterClientRid(t *testing.T) {
+	testkit.NoLeaks(t)
+	var mu sync.Mutex
+	var rids []string
+	record := func(r *http.Request) {
+		var req contract.GenerateRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		rids = append(rids, req.Rid)
+		mu.Unlock()
+	}
+	prefillCancelled := make(chan struct{})
+	prefill := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		<-r.Context().Done() // waits for a decode that will never come, unless cancelled
+		close(prefillCancelled)
+	}))
+	t.Cleanup(prefill.Close)
+	decode := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"error":{"message":"add request client-rid-1: duplicate rid","type":"BadRequestError","code":400}}`)
+	}))
+	t.Cleanup(decode.Close)
+	host := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
+	rt, err := engine.StartRouter(t.Context(), contract.EngineConfig{}, engine.RouterConfig{
+		PrefillHTTP: host(prefill), DecodeHTTP: host(decode), PrefillBootstrap: host(prefill)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	post := func(rid string) (int, string) {
+		body := fmt.Sprintf(`{"model":"m","stream":true,"rid":%q,"messages":[{"role":"user","content":"x"}]}`, rid)
+		resp, err := http.Post("http://"+rt.Addr()+contract.PathChatCompletions, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post("client-rid-1"); code != http.StatusBadRequest || !strings.Contains(body, "duplicate rid") {
+		t.Fatalf("decode's refusal reached the client as %d %s", code, body)
+	}
+	select {
+	case <-prefillCancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("prefill's leg still runs 10s after decode refused the request")
+	}
+	mu.Lock()
+	got := append([]string(nil), rids...)
+	mu.Unlock()
+	if len(got) != 2 || got[0] != "client-rid-1" || got[1] != "client-rid-1" {
+		t.Fatalf("rids the engines saw: %q, want client-rid-1 on both", got)
+	}
+	if code, body := post(strings.Repeat("r", 300)); code != http.StatusBadRequest || !strings.Contains(body, "rid: 300 bytes, longer than 256") {
+		t.Fatalf("a 300-byte rid: %d %s", code, body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(rids) != 2 {
+		t.Fatalf("a refused rid still reached the engines: %q", rids[2:])
 	}
 }

@@ -82,6 +82,10 @@ type Outcome struct {
 	// Planned is the cancel the agent had drawn for this request, if any,
 	// so a report can compare intent with what happened.
 	Planned CancelKind `json:"planned,omitempty"`
+	// Rid is the request id the client sent (agents send one only for
+	// requests they may retry); Retry marks the second send with it.
+	Rid   string `json:"rid,omitempty"`
+	Retry bool   `json:"retry,omitempty"`
 
 	// Status and Message describe errors (Status 0: transport or protocol).
 	Status  int    `json:"status,omitempty"`

@@ -55,6 +55,9 @@ func Config(sc *harness.Scenario) (sim.Config, []Skipped, error) {
 		// Index -1: not a fault entry, the scenario's open-loop load.
 		skipped = append(skipped, Skipped{-1, "open_loop", "open-loop (vegeta) load is not simulated; the agents are"})
 	}
+	if o.RetrySameRidRate > 0 {
+		skipped = append(skipped, Skipped{-1, "retry_same_rid_rate", "clients retrying with the same rid are not simulated (the simulated router draws every rid)"})
+	}
 	for i, fs := range sc.Faults {
 		k, ok := catalog.Lookup(fs.Kind)
 		if !ok {

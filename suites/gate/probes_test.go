@@ -20,7 +20,7 @@ import (
 func unreachableInGate() map[string]string {
 	const (
 		noAbortEndpoint = "no preset calls /abort_request: agents abort by going away"
-		noDupRequest    = "the router draws a fresh room and rid per request; needs a client reusing them through /generate"
+		noRoomReuse     = "the router draws a fresh bootstrap room per request; needs a client reusing one through /generate"
 		noCorruptFrame  = "corrupt-control-messages corrupts TransferInfo, ABORTs and notices, never a registration or a frame the parser still reads"
 		someSeeds       = "a race the presets reach in some seeds only"
 		runtimeNever    = "the runtime never takes this core branch: its loop stops at the first failure, as the upstream thread did"
@@ -28,10 +28,8 @@ func unreachableInGate() map[string]string {
 	return map[string]string{
 		"prefill/abort-endpoint":         noAbortEndpoint,
 		"decode/abort-endpoint":          noAbortEndpoint,
-		"prefill/add-duplicate-rid":      noDupRequest,
-		"prefill/add-room-in-use":        noDupRequest,
-		"decode/add-duplicate-rid":       noDupRequest,
-		"decode/add-room-in-use":         noDupRequest,
+		"prefill/add-room-in-use":        noRoomReuse,
+		"decode/add-room-in-use":         noRoomReuse,
 		"decode/add-too-long":            "the agents' prompts always fit decode's KV cache",
 		"prefill/malformed-kills-loop":   "bootstrap-thread-death's preset (abort-storm) corrupts nothing: its loop dies on an ABORT",
 		"prefill/metadata-unknown-agent": noCorruptFrame + "; registrations always precede TransferInfo on a connection",
