@@ -17,19 +17,23 @@ type request struct {
 	id, agent, inc, session, turn, sub int
 	probe                              bool
 	rid                                string
-	toP, toD, fromD                    string // the router's connections for it (link#rid)
-	room                               uint64
-	tokens                             []model.Token
-	gen, base                          int // its agent's prompt generation; tokens[:base] is that prompt's start
-	maxNew                             int
-	start, first                       time.Duration
-	got                                int
-	answer                             strings.Builder
-	plan                               outcome.CancelKind
-	cancelAt                           int // tokens before a decode-phase cancel
-	ended                              bool
-	pLive, dLive                       bool // still running on prefill / decode
-	onEnd                              func()
+	// clientRid is the rid the client sends (for a request it may retry,
+	// retry); resent marks the retry itself.
+	clientRid       string
+	retry, resent   bool
+	toP, toD, fromD string // the router's connections for it (link#rid)
+	room            uint64
+	tokens          []model.Token
+	gen, base       int // its agent's prompt generation; tokens[:base] is that prompt's start
+	maxNew          int
+	start, first    time.Duration
+	got             int
+	answer          strings.Builder
+	plan            outcome.CancelKind
+	cancelAt        int // tokens before a decode-phase cancel
+	ended           bool
+	pLive, dLive    bool // still running on prefill / decode
+	onEnd           func()
 }
 
 type agentState struct {
@@ -165,13 +169,38 @@ func (s *run) newRequest(a *agentState, sub int, prompt []model.Token) *request 
 		req.plan = outcome.CancelDeadline
 		s.after(s.between(c.Deadline/2, c.Deadline), "client", func() { s.cancel(req, outcome.ReasonDeadline) })
 	}
+	// Drawn only when asked for, so other scenarios' seeds replay as before.
+	if req.plan == outcome.CancelQueued && c.RetrySameRidRate > 0 && s.rng.Float64() < c.RetrySameRidRate {
+		req.retry, req.clientRid = true, fmt.Sprintf("pdchaos-%x", s.rng.Uint64())
+	}
 	return req
+}
+
+// resend is a client's retry of req, cancelled before its first token:
+// the same prompt and rid, at once, not cancelled. The turn waits for it:
+// req's onEnd moves to the retry.
+func (s *run) resend(req *request, onEnd func()) {
+	s.nreq++
+	r := &request{id: s.nreq, agent: req.agent, inc: req.inc, session: req.session, turn: req.turn, sub: req.sub, tokens: req.tokens,
+		gen: req.gen, base: req.base, maxNew: req.maxNew, clientRid: req.clientRid, resent: true}
+	if req.agent >= 0 && req.agent < len(s.agents) {
+		a := s.agents[req.agent]
+		a.inflight[r] = true
+		r.onEnd = func() {
+			delete(a.inflight, r)
+			onEnd()
+		}
+	}
+	s.send(r)
 }
 
 // send is the router: a room, then the same request to prefill and decode.
 func (s *run) send(req *request) {
 	req.room = s.rng.Uint64()>>1 + 1
 	req.rid = fmt.Sprintf("gen-%016x", req.room)
+	if req.clientRid != "" {
+		req.rid = req.clientRid
+	}
 	req.toP, req.toD, req.fromD = contract.LinkRouterPrefill+"#"+req.rid, contract.LinkRouterDecode+"#"+req.rid, contract.LinkRouterDecode+"#"+req.rid+"<"
 	req.start = s.now
 	req.pLive, req.dLive = true, true
@@ -225,7 +254,13 @@ func (s *run) decodeGenerate(req *request) {
 	if err := s.d.Add(s.wall(), req.rid, req.room, bootstrapAddr, req.tokens, req.maxNew); err != nil {
 		req.dLive = false
 		msg := err.Error()
-		s.toClient(req, "error 400", func() { s.onError(req, 400, msg) })
+		s.toClient(req, "error 400", func() {
+			// Decode refused it outright: the router cancels prefill's
+			// leg rather than leave it to its bootstrap timeout.
+			s.rprobes.Hit(contract.ProbeRouterDecodeRefused)
+			s.onError(req, 400, msg)
+			s.closePrefill(req)
+		})
 		return
 	}
 	s.streams[req.rid] = req
@@ -295,14 +330,32 @@ func (s *run) cancel(req *request, why outcome.Reason) {
 	if req.ended {
 		return
 	}
+	retry := req.retry && why == outcome.ReasonCancel && req.got == 0 && s.now < s.loadEnd
+	onEnd := req.onEnd
+	if retry {
+		req.onEnd = nil // the turn goes on when the retry ends
+	}
 	s.end(req, outcome.Outcome{Kind: outcome.KindCancelled, Phase: phaseOf(req), Reason: why})
 	s.closeUpstream(req)
+	if retry {
+		s.resend(req, func() {
+			if onEnd != nil {
+				onEnd()
+			}
+		})
+	}
 }
 
 func (s *run) closeUpstream(req *request) {
 	if req.pLive || req.dLive {
 		s.rprobes.Hit(contract.ProbeRouterClientLeftEarly)
 	}
+	s.closePrefill(req)
+	s.closeDecode(req)
+}
+
+// closePrefill is the router closing prefill's leg of req.
+func (s *run) closePrefill(req *request) {
 	s.transmit(req.toP, &msg{kind: "http", room: req.room, desc: s.describe("close ", req.rid), deliver: func() {
 		if !req.pLive {
 			s.tracef("prefill/http", "close rid=%s: prefill already answered", req.rid)
@@ -317,6 +370,10 @@ func (s *run) closeUpstream(req *request) {
 		}
 		s.kick(&s.pSched)
 	}})
+}
+
+// closeDecode is the router closing decode's leg of req.
+func (s *run) closeDecode(req *request) {
 	s.transmit(req.toD, &msg{kind: "http", room: req.room, desc: s.describe("close ", req.rid), deliver: func() {
 		if !req.dLive {
 			return
@@ -335,7 +392,7 @@ func (s *run) end(req *request, o outcome.Outcome) {
 	req.ended = true
 	o.Source, o.Agent, o.Incarnation, o.Session, o.Turn, o.Sub = outcome.SourceAgent, req.agent, req.inc, req.session, req.turn, req.sub
 	o.Start, o.End, o.Tokens, o.MaxTokens, o.Planned = req.start, s.now, req.got, req.maxNew, req.plan
-	o.Room, o.HasRoom = req.room, true
+	o.Room, o.HasRoom, o.Rid, o.Retry = req.room, true, req.clientRid, req.resent
 	if req.got > 0 {
 		o.TTFT = req.first - req.start
 	}

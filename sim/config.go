@@ -73,6 +73,7 @@ type Clients struct {
 	MaxSubRequests    int           // default 3
 	CancelQueuedRate  float64       // cancel before the first token ...
 	CancelQueuedDelay time.Duration // ... after a delay drawn in [0, N]
+	RetrySameRidRate  float64       // a queued cancel sent again at once with the same rid
 	CancelDecodeRate  float64       // cancel after K tokens, K in [1, max-1]
 	DeadlineRate      float64       // a client deadline drawn in [D/2, D]
 	Deadline          time.Duration

@@ -41,7 +41,7 @@ func Config(sc *harness.Scenario) (sim.Config, []Skipped, error) {
 		Clients: sim.Clients{Agents: o.Agents, StartSpread: o.StartSpread, WarmUp: o.WarmUp, SystemPromptWords: o.SystemPromptWords,
 			UserPromptWords: o.UserPromptWords, ToolOutputWords: o.ToolOutputWords, MaxContextWords: o.MaxContextWords,
 			TurnsPerSession: o.TurnsPerSession, MaxTokens: o.MaxTokens, ThinkTime: o.ThinkTime, SubRequestRate: o.SubRequestRate,
-			MaxSubRequests: o.MaxSubRequests, CancelQueuedRate: o.CancelQueuedRate, CancelQueuedDelay: o.CancelQueuedDelay,
+			MaxSubRequests: o.MaxSubRequests, CancelQueuedRate: o.CancelQueuedRate, CancelQueuedDelay: o.CancelQueuedDelay, RetrySameRidRate: o.RetrySameRidRate,
 			CancelDecodeRate: o.CancelDecodeRate, DeadlineRate: o.DeadlineRate, Deadline: o.Deadline, HangTimeout: o.HangTimeout,
 			KillEvery: o.KillEvery, RestartDelay: o.RestartDelay, KillAllAt: o.KillAllAt, KillAllEvery: o.KillAllEvery},
 		Checks: sim.Checks{DrainDeadline: sc.Checks.DrainDeadline, Probes: sc.Checks.Probes, ProbeDeadline: sc.Checks.ProbeDeadline,
@@ -54,9 +54,6 @@ func Config(sc *harness.Scenario) (sim.Config, []Skipped, error) {
 	if sc.OpenLoop != nil {
 		// Index -1: not a fault entry, the scenario's open-loop load.
 		skipped = append(skipped, Skipped{-1, "open_loop", "open-loop (vegeta) load is not simulated; the agents are"})
-	}
-	if o.RetrySameRidRate > 0 {
-		skipped = append(skipped, Skipped{-1, "retry_same_rid_rate", "clients retrying with the same rid are not simulated (the simulated router draws every rid)"})
 	}
 	for i, fs := range sc.Faults {
 		k, ok := catalog.Lookup(fs.Kind)

@@ -106,6 +106,35 @@ func TestKVChunksSimulated(t *testing.T) {
 	}
 }
 
+// Clients retrying with the same rid are simulated: rid-retries skips
+// nothing, both engines refuse a rid they still hold, the router cancels
+// prefill's leg when decode refuses, and the fixed engine passes.
+func TestRidRetriesSimulated(t *testing.T) {
+	t.Parallel()
+	sc, err := harness.LoadScenario("rid-retries", scenarios.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, sk, err := Config(sc)
+	if err != nil || len(sk) != 0 {
+		t.Fatalf("rid-retries: skipped %v, err %v; want nothing skipped", sk, err)
+	}
+	cfg.Duration = 4 * time.Second
+	r, err := sim.Run(cfg, 2, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Failed != "" {
+		c, _ := r.Checks.Get(r.Failed)
+		t.Fatalf("fixed engine: %s failed: %s", r.Failed, c.Summary)
+	}
+	for _, p := range []contract.ProbeID{contract.ProbePrefillAddDuplicateRid, contract.ProbeDecodeAddDuplicateRid, contract.ProbeRouterDecodeRefused} {
+		if r.Probes[p.String()] == 0 {
+			t.Errorf("probe %s not hit", p)
+		}
+	}
+}
+
 // With a regression on, the catalogue's scenario fails in the simulator
 // with a failing checker within a few seeds; the fixed engine passes the
 // same seeds on the checks the regression breaks.
