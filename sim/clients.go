@@ -319,6 +319,13 @@ func (s *run) promptSeed(req *request) uint64 {
 }
 
 func (s *run) onError(req *request, status int, message string) {
+	// Decode's error reaches the router as a status before any token, or
+	// as an error event in a stream already started.
+	if req.got > 0 {
+		s.rprobes.Hit(contract.ProbeRouterUpstreamError)
+	} else {
+		s.rprobes.Hit(contract.ProbeRouterDecodeErrorStatus)
+	}
 	if !req.ended {
 		s.end(req, outcome.Outcome{Kind: outcome.KindError, Status: status, Message: message})
 	}
@@ -347,8 +354,14 @@ func (s *run) cancel(req *request, why outcome.Reason) {
 }
 
 func (s *run) closeUpstream(req *request) {
-	if req.pLive || req.dLive {
+	// As the live router counts them: a client gone before its answer was
+	// written while prefill's leg still ran, and, when tokens had reached
+	// it, gone mid-answer too.
+	if req.pLive {
 		s.rprobes.Hit(contract.ProbeRouterClientLeftEarly)
+		if req.got > 0 {
+			s.rprobes.Hit(contract.ProbeRouterClientLeftMidAnswer)
+		}
 	}
 	s.closePrefill(req)
 	s.closeDecode(req)
