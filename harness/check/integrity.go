@@ -2,9 +2,14 @@ package check
 
 import (
 	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
 
 	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/faults"
 )
 
 // checkIntegrity: every completed answer matched the model.
@@ -36,6 +41,7 @@ func checkIntegrity(v *View) CheckResult {
 			break
 		}
 	}
+	bad = append(bad, v.garbledAccepted(ev)...)
 	switch {
 	case len(bad) > 0:
 		r := result(contract.CheckIntegrity, Fail, ev, "%d corruption findings: %s", len(bad), joinLimit(bad, 2))
@@ -47,4 +53,122 @@ func checkIntegrity(v *View) CheckResult {
 		return result(contract.CheckIntegrity, Inconclusive, ev, "no completed answer to check")
 	}
 	return result(contract.CheckIntegrity, Pass, ev, "%d answers matched the model", ev["completed_checked"])
+}
+
+// garbledAccepted compares what corrupt-messages garbled with what the
+// receiving engine refused: a garbled room or port parses as nothing, so
+// every such message must be counted as malformed (contract.
+// MetricMalformedControl) by prefill (control/N) or decode (notify/N); one
+// taken as valid is a parser reading garbage as a room. Only windows no
+// other fault overlapped are judged (a reset could lose a garbled message
+// on the way), only garble mode (a truncated layout may still parse), and
+// only where the engine exports the counter (the bundled engine).
+func (v *View) garbledAccepted(ev map[string]int64) []string {
+	last := map[string]int{}
+	for i, f := range v.Faults {
+		last[f.Fault] = i
+	}
+	garbled := map[string]int64{} // receiving engine type -> messages
+	links := map[string][]string{}
+	for name, i := range last {
+		link, mode, ok := corruptFault(name)
+		if !ok || mode != faults.CorruptGarble || v.overlapsOtherFault(name) {
+			continue
+		}
+		recv := ""
+		switch {
+		case strings.HasPrefix(link, "control/"):
+			recv = contract.SidePrefill
+		case strings.HasPrefix(link, "notify/"):
+			recv = contract.SideDecode
+		default:
+			continue
+		}
+		// The last record of a fault carries its evidence over every window.
+		garbled[recv] += v.Faults[i].Evidence.Counters["corrupted"]
+		links[recv] = append(links[recv], link)
+	}
+	var bad []string
+	for _, recv := range slices.Sorted(maps.Keys(garbled)) {
+		n := garbled[recv]
+		refused, ok := v.counterGrowth(recv, contract.MetricMalformedControl)
+		if !ok || n == 0 {
+			continue
+		}
+		ev["garbled_sent"] += n
+		ev["garbled_refused"] += refused
+		if refused < n {
+			bad = append(bad, fmt.Sprintf("%s refused %d of %d control messages garbled on %s (%s): the rest were read as valid",
+				recv, refused, n, strings.Join(slices.Compact(slices.Sorted(slices.Values(links[recv]))), ", "), contract.MetricMalformedControl))
+		}
+	}
+	return bad
+}
+
+// corruptFault reads a corrupt-messages fault name, corrupt(LINK,KINDS,MODE).
+func corruptFault(name string) (link, mode string, ok bool) {
+	inner, found := strings.CutPrefix(name, "corrupt(")
+	if !found || !strings.HasSuffix(inner, ")") {
+		return "", "", false
+	}
+	parts := strings.Split(strings.TrimSuffix(inner, ")"), ",")
+	if len(parts) != 3 {
+		return "", "", false
+	}
+	return parts[0], parts[2], true
+}
+
+// overlapsOtherFault reports whether a window of another fault overlapped
+// a window of name.
+func (v *View) overlapsOtherFault(name string) bool {
+	for _, a := range v.Faults {
+		if a.Fault != name || !a.Applied {
+			continue
+		}
+		for _, b := range v.Faults {
+			if b.Fault == name || !b.Applied {
+				continue
+			}
+			aEnd, bEnd := a.End, b.End
+			if aEnd == 0 {
+				aEnd = math.MaxInt64
+			}
+			if bEnd == 0 {
+				bEnd = math.MaxInt64
+			}
+			if a.Start <= bEnd && b.Start <= aEnd {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// counterGrowth is how much counter grew over the run on the engines of
+// type engineType (the last good scrape less the first, summed over
+// sources); false when none exports it.
+func (v *View) counterGrowth(engineType, counter string) (int64, bool) {
+	var total int64
+	found := false
+	for _, src := range slices.Sorted(maps.Keys(v.Scrapes)) {
+		var first, last *Scrape
+		for i := range v.Scrapes[src] {
+			sc := &v.Scrapes[src][i]
+			if sc.Err != "" || sc.EngineType != engineType {
+				continue
+			}
+			if _, has := sc.Counters[counter]; !has {
+				continue
+			}
+			if first == nil {
+				first = sc
+			}
+			last = sc
+		}
+		if first != nil {
+			found = true
+			total += int64(last.Counters[counter] - first.Counters[counter])
+		}
+	}
+	return total, found
 }

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"github.com/pdchaos/pdchaos/faults/schedule"
 	"os"
 	"path/filepath"
 	"slices"
@@ -275,5 +276,54 @@ func TestCancelJudgesTheFirstRecord(t *testing.T) {
 	}
 	if _, how, _ := cancelReached(reopened, time.Second, false, base); how != notReached {
 		t.Error("the re-opened record alone reads as reached: the test no longer shows the difference")
+	}
+}
+
+// TestIntegrityGarbledRefused: every control message corrupt-messages
+// garbled must be counted as malformed by its receiver (prefill for
+// control/N, decode for notify/N); fewer means garbage was read as valid.
+// Truncation, a window another fault overlapped and an engine without the
+// counter are not judged.
+func TestIntegrityGarbledRefused(t *testing.T) {
+	t.Parallel()
+	ok := outcome.Outcome{Kind: outcome.KindCompleted}
+	fault := func(name string, start, end time.Duration, corrupted int64) Event {
+		rec := schedule.Record{Fault: name, Applied: true, Start: start, End: end}
+		rec.Evidence.Effective = corrupted > 0
+		rec.Evidence.Counters = map[string]int64{"corrupted": corrupted}
+		return Event{Type: EvFault, Fault: &rec}
+	}
+	scrape := func(engine string, malformed float64) Event {
+		sc := &Scrape{EngineType: engine, Counters: map[string]float64{}}
+		if malformed >= 0 {
+			sc.Counters[contract.MetricMalformedControl] = malformed
+		}
+		return Event{Type: "scrape", Source: "http://" + engine + "/metrics", Scrape: sc}
+	}
+	s := time.Second
+	for _, tc := range []struct {
+		name string
+		evs  []Event
+		want Status
+		say  string
+	}{
+		{"all refused", []Event{fault("corrupt(control/0,abort,garble)", s, 2*s, 4), fault("corrupt(notify/0,status+ack,garble)", 3*s, 4*s, 2),
+			scrape("prefill", 0), scrape("decode", 0), scrape("prefill", 4), scrape("decode", 2)}, Pass, ""},
+		{"prefill read one as valid", []Event{fault("corrupt(control/0,abort,garble)", s, 2*s, 4),
+			scrape("prefill", 1), scrape("prefill", 4)}, Fail, "prefill refused 3 of 4 control messages garbled on control/0"},
+		{"decode read them as valid", []Event{fault("corrupt(notify/0,status+ack,garble)", s, 2*s, 5),
+			scrape("decode", 0), scrape("decode", 0)}, Fail, "decode refused 0 of 5"},
+		{"truncated may parse", []Event{fault("corrupt(control/0,metadata,truncate)", s, 2*s, 4),
+			scrape("prefill", 0), scrape("prefill", 1)}, Pass, ""},
+		{"a reset overlapped", []Event{fault("corrupt(control/0,abort,garble)", s, 3*s, 4), fault("reset-peer(control/0)", 2*s, 4*s, 0),
+			scrape("prefill", 0), scrape("prefill", 1)}, Pass, ""},
+		{"no counter exported", []Event{fault("corrupt(control/0,abort,garble)", s, 2*s, 4),
+			scrape("prefill", -1), scrape("prefill", -1)}, Pass, ""},
+	} {
+		evs := append([]Event{{Type: "run", Run: &RunInfo{Scenario: "x"}}, {Type: "outcome", Outcome: &ok}}, tc.evs...)
+		c, _ := Judge(evs, Floor{}).Get(contract.CheckIntegrity)
+		if c.Status != tc.want || !strings.Contains(c.Summary, tc.say) {
+			t.Errorf("%s: integrity %s (%s), want %s saying %q", tc.name, c.Status, c.Summary, tc.want, tc.say)
+		}
 	}
 }
