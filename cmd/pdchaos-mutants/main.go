@@ -24,6 +24,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/internal/mutate"
 )
 
@@ -50,6 +51,9 @@ func run() int {
 	if *render != "" {
 		rep, err := mutate.LoadReport(*render)
 		if err == nil {
+			if rep.RegressionBranches == nil {
+				rep.RegressionBranches = regressionBranches() // a report written before it kept them
+			}
 			err = rep.Save(*results)
 		}
 		if err != nil {
@@ -107,6 +111,7 @@ func run() int {
 	rep, err := mutate.Run(ctx, opts, chosen)
 	if rep != nil {
 		rep.ObserveOnly = observeOnly
+		rep.RegressionBranches = regressionBranches()
 		if serr := rep.Save(*results); serr != nil {
 			fmt.Fprintln(os.Stderr, "pdchaos-mutants:", serr)
 			return 3
@@ -119,6 +124,17 @@ func run() int {
 		return 3
 	}
 	return 0
+}
+
+// regressionBranches maps each probe of a regression's own branch to it.
+func regressionBranches() map[string]string {
+	out := map[string]string{}
+	for _, p := range contract.Probes() {
+		if p.Regression != "" {
+			out[p.Name] = p.Regression
+		}
+	}
+	return out
 }
 
 // choose keeps the mutants whose probe matches one of pats (exact name or

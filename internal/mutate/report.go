@@ -36,6 +36,9 @@ func (r *Report) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "mutants: %d; caught %d, missed %d, not reached %d, inconclusive %d, no build %d (not counted)\n",
 		len(r.Outcomes), c.ByVerdict[Caught], c.ByVerdict[Missed], c.ByVerdict[NotReached], c.ByVerdict[Inconclusive], c.ByVerdict[NoBuild])
+	if n := r.regressionOnly(); n > 0 {
+		fmt.Fprintf(&b, "of the not reached, %d break a regression's own branch (run only with that regression on, never on the fixed engine)\n", n)
+	}
 	var names []string
 	for n := range c.ByChecker {
 		names = append(names, n)
@@ -71,7 +74,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			checker += " **(not passing unmutated either at this seed: suspect)**"
 		}
 		preset := o.Preset
-		if o.Verdict == NotReached && preset == "" {
+		if reg := r.regressionOf(o.Probe); o.Verdict == NotReached && preset == "" && reg != "" {
+			preset = "(a branch of regression " + reg + " only; not built)"
+		} else if o.Verdict == NotReached && preset == "" {
 			preset = "(no coverage run hit it; not built)"
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", probe, o.Place(), o.Kind, o.Verdict, checker, preset)
@@ -192,4 +197,19 @@ func CoverageFromRuns(dir string) (map[string]map[string]int64, []RunResult, err
 		return nil, nil, fmt.Errorf("read coverage from %s: no result.json", dir)
 	}
 	return cov, failures, nil
+}
+
+// regressionOf is the regression whose own branch probe marks, or "".
+func (r *Report) regressionOf(probe string) string { return r.RegressionBranches[probe] }
+
+// regressionOnly counts the not-reached mutants at a regression's own
+// branch: the fixed engine never runs them, so no preset can.
+func (r *Report) regressionOnly() int {
+	n := 0
+	for _, o := range r.Outcomes {
+		if o.Verdict == NotReached && r.regressionOf(o.Probe) != "" {
+			n++
+		}
+	}
+	return n
 }

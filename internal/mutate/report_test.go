@@ -86,3 +86,22 @@ func TestCoverageFromRuns(t *testing.T) {
 		t.Errorf("empty dir: err %v, want no result.json", err)
 	}
 }
+
+// A mutant at a regression's own branch that no run reached is said to
+// be one: the fixed engine never runs it.
+func TestReportRegressionBranches(t *testing.T) {
+	t.Parallel()
+	rep := &Report{Seed: 1, RegressionBranches: map[string]string{"prefill/loop-dead": "bootstrap-thread-death"},
+		Outcomes: []Outcome{{Mutant: Mutant{Probe: "prefill/loop-dead", File: "engine/core/prefill.go", Line: 235, Kind: Skip}, Verdict: NotReached},
+			{Mutant: Mutant{Probe: "decode/abort", File: "engine/core/decode.go", Line: 227, Kind: Skip}, Verdict: NotReached}}}
+	if s := rep.Summary(); !strings.Contains(s, "of the not reached, 1 break a regression's own branch") {
+		t.Errorf("summary:\n%s", s)
+	}
+	var b strings.Builder
+	if err := rep.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "(a branch of regression bootstrap-thread-death only; not built)") || !strings.Contains(b.String(), "(no coverage run hit it; not built)") {
+		t.Errorf("markdown:\n%s", b.String())
+	}
+}

@@ -141,6 +141,10 @@ type Report struct {
 	Outcomes         []Outcome   `json:"outcomes"`
 	// ObserveOnly are probe sites with no mutant (nothing follows the Hit).
 	ObserveOnly []Site `json:"observe_only,omitempty"`
+	// RegressionBranches maps a probe that marks a regression's own
+	// branch to that regression (the caller fills it from the probe
+	// table: this package imports nothing of the module it mutates).
+	RegressionBranches map[string]string `json:"regression_branches,omitempty"`
 }
 
 // Run evaluates mutants: one copy of Root is built unmutated for the
