@@ -12,6 +12,10 @@ const (
 	BackstopInflight  = "inflight-timeout"
 	BackstopWaiting   = "waiting-timeout"
 	BackstopAck       = "ack-timeout"
+	// BackstopAbortResend is decode resending an ABORT prefill did not
+	// acknowledge within the ACK timeout: a recovery, so on the fixed
+	// engine it too must have a fault, load or a race behind it.
+	BackstopAbortResend = "abort-resent"
 )
 
 // Room event kinds the checkers read: a status write (State is the new
@@ -67,6 +71,9 @@ func Backstops() []Backstop {
 		{Name: BackstopWaiting, Role: SideDecode, States: []string{StateBootstrapping, StateWaitingForInput, StateTransferring}, Config: "waiting_timeout",
 			Probe: ProbeDecodeWaitingTimeout, Kind: RoomEventStatus, Detail: "waiting timeout",
 			Clock: "decode sends its metadata (pages allocated)"},
+		{Name: BackstopAbortResend, Role: SideDecode, States: []string{StateFailed}, Config: "ack_timeout",
+			Probe: ProbeDecodeAbortResent, Kind: "abort-resent", Detail: "no ABORT_ACK within the ACK timeout: the ABORT is resent",
+			Clock: "decode aborts a room whose KV transfer was under way, keeping its pages (again at each resend)", PeerNotice: "abort-ack"},
 		{Name: BackstopAck, Role: SideDecode, States: []string{StateFailed}, Config: "ack_timeout",
 			Probe: ProbeDecodeAckTimeoutFree, Kind: BackstopAck, Detail: "freeing pages without prefill's ACK after every resend; retiring prefill's name",
 			Clock: "decode aborts a room whose KV transfer was under way, keeping its pages", PeerNotice: "abort-ack"},

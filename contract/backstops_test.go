@@ -53,7 +53,7 @@ func TestBackstopTable(t *testing.T) {
 			t.Errorf("LookupBackstop(%s) = %+v", b.Name, got)
 		}
 	}
-	for _, n := range []string{contract.BackstopBootstrap, contract.BackstopInflight, contract.BackstopWaiting, contract.BackstopAck} {
+	for _, n := range []string{contract.BackstopBootstrap, contract.BackstopInflight, contract.BackstopWaiting, contract.BackstopAck, contract.BackstopAbortResend} {
 		if !seen[n] {
 			t.Errorf("backstop %s missing from the table", n)
 		}

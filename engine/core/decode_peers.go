@@ -249,7 +249,7 @@ func (d *Decode) expireAcks(now time.Time) {
 			if aw.resends > AbortResends {
 				note = fmt.Sprintf("no ABORT_ACK within %s: resend %d; the wire cannot retire prefill's name, so the pages wait for its ACK", d.cfg.AckTimeout, aw.resends)
 			}
-			d.hist.Note(now, room, "decode", 0, "abort-resent", note)
+			d.hist.Note(now, room, "decode", 0, contract.LookupBackstop(contract.BackstopAbortResend).Kind, note)
 			continue
 		}
 		d.probes.Hit(contract.ProbeDecodeAckTimeoutFree)
