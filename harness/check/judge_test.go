@@ -327,3 +327,33 @@ func TestIntegrityGarbledRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRevivedRooms: a rank's Failed is final until that rank clears the
+// room; any other status after it is a revival, on either side.
+func TestRevivedRooms(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	ev := func(ms, rank int, kind, state string) contract.Event {
+		return contract.Event{At: base.Add(time.Duration(ms) * time.Millisecond), Rank: rank, Kind: kind, State: state, Detail: "w: why"}
+	}
+	st := contract.RoomEventStatus
+	recs := map[string]map[uint64]contract.RoomRecord{
+		contract.SidePrefill: {
+			// Failed, then a worker's Transferring: revived.
+			1: {Room: 1, Events: []contract.Event{ev(0, 0, st, contract.StateBootstrapping), ev(10, 0, st, contract.StateFailed), ev(20, 0, st, contract.StateTransferring)}},
+			// Failed, cleared, then reused: no revival.
+			2: {Room: 2, Events: []contract.Event{ev(0, 0, st, contract.StateFailed), ev(5, 0, contract.RoomEventClear, ""), ev(9, 0, st, contract.StateBootstrapping)}},
+			// Failed on rank 1 only; rank 0 goes on: no revival.
+			3: {Room: 3, Events: []contract.Event{ev(0, 1, st, contract.StateFailed), ev(3, 0, st, contract.StateSuccess), ev(4, 1, st, contract.StateFailed)}},
+		},
+		contract.SideDecode: {
+			// Out of order in the record, in order in time: revived.
+			4: {Room: 4, Events: []contract.Event{ev(30, 0, st, contract.StateSuccess), ev(10, 0, st, contract.StateFailed)}},
+		},
+	}
+	got := revivedRooms(recs)
+	if len(got) != 2 || !strings.HasPrefix(got[0], "room 4 on decode rank 0: Failed at") || !strings.Contains(got[0], "then Success") ||
+		!strings.HasPrefix(got[1], "room 1 on prefill rank 0: Failed at") || !strings.Contains(got[1], "then Transferring") {
+		t.Fatalf("revived: %q; want rooms 4 (decode) and 1 (prefill)", got)
+	}
+}

@@ -2,6 +2,8 @@ package check
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/pdchaos/pdchaos/contract"
 )
@@ -39,6 +41,15 @@ func checkRoomsTerminal(v *View) CheckResult {
 			total, stuck[0].Room, stuck[0].Role, stuck[0].State, stuck[0].Since)
 		r.Stuck = stuck
 		return r
+	}
+	revived := revivedRooms(roomsByRole(v))
+	ev["rooms_revived"] = int64(len(revived))
+	switch {
+	case len(revived) > 0:
+		r := result(contract.CheckRoomsTerminal, Fail, ev, "%d rooms left Failed without being cleared first (Failed is final): %s",
+			len(revived), joinLimit(revived, 2))
+		r.Details = revived
+		return r
 	case len(errs) > 0:
 		r := result(contract.CheckRoomsTerminal, Inconclusive, ev, "final rooms snapshot failed: %s", joinLimit(errs, 3))
 		return r
@@ -46,4 +57,37 @@ func checkRoomsTerminal(v *View) CheckResult {
 		return result(contract.CheckRoomsTerminal, Inconclusive, ev, "no room was ever seen: nothing to judge")
 	}
 	return result(contract.CheckRoomsTerminal, Pass, ev, "%d rooms checked, none held", ev["rooms_checked"])
+}
+
+// revivedRooms lists the rooms whose status on some rank left Failed for
+// another state before that rank cleared the room. SGLang's Failed is
+// final: a write that revives a failed room (a transfer worker finishing
+// late, a sender merging over it) is how status-resurrection and
+// abort-before-status lose an abort, whatever way the room then ends.
+func revivedRooms(recs map[string]map[uint64]contract.RoomRecord) []string {
+	var out []string
+	for _, role := range slices.Sorted(maps.Keys(recs)) {
+		for _, id := range sortedRooms(recs[role]) {
+			failed := map[int]contract.Event{}
+			for _, e := range sortedEvents(recs[role][id].Events) {
+				switch e.Kind {
+				case contract.RoomEventClear:
+					delete(failed, e.Rank)
+				case contract.RoomEventStatus:
+					if e.State == contract.StateFailed {
+						if _, ok := failed[e.Rank]; !ok {
+							failed[e.Rank] = e
+						}
+						continue
+					}
+					if f, ok := failed[e.Rank]; ok {
+						out = append(out, fmt.Sprintf("room %d on %s rank %d: Failed at %s (%s), then %s (%s)", id, role, e.Rank,
+							f.At.Format("15:04:05.000"), f.Detail, e.State, e.Detail))
+						delete(failed, e.Rank)
+					}
+				}
+			}
+		}
+	}
+	return out
 }
