@@ -25,6 +25,11 @@ const (
 	RoomEventStatus       = "status"
 	RoomEventClear        = "clear"
 	RoomEventMetadataSent = "metadata-sent"
+	// RoomEventMetadata is prefill taking decode's TransferInfo (it then
+	// knows where to send the room's statuses); RoomEventFailNotice is
+	// prefill sending decode the Failed status of a room it ended.
+	RoomEventMetadata   = "metadata"
+	RoomEventFailNotice = "fail-notice"
 )
 
 // Backstop is one deadline of the fixed engine: where it runs, what it

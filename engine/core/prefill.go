@@ -302,7 +302,7 @@ func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata) error {
 		p.probes.Hit(contract.ProbePrefillMetadataBeforeRequest)
 	}
 	r.infos[m.Room] = transferInfo{meta: m, kvAddr: peer.KVAddr, at: now}
-	p.hist.Note(now, m.Room, "prefill", rank, "metadata", fmt.Sprintf("%d pages from %s", len(m.Pages), m.AgentName))
+	p.hist.Note(now, m.Room, "prefill", rank, contract.RoomEventMetadata, fmt.Sprintf("%d pages from %s", len(m.Pages), m.AgentName))
 	r.status.Update(now, m.Room, WaitingForInput, WriterBootstrap, "metadata arrived")
 	return nil
 }

@@ -41,9 +41,11 @@ func (p *Prefill) clear(now time.Time, req *PrefillReq, final KVPoll, why string
 			if p.holding(rank, req.Room) {
 				p.probes.Hit(contract.ProbePrefillFailNoticeDeferred)
 				r.pendingFail[req.Room] = o
+				p.hist.Note(now, req.Room, "prefill", rank, contract.RoomEventFailNotice, "Failed status to decode deferred until the worker's write drains")
 			} else {
 				p.probes.Hit(contract.ProbePrefillFailNotice)
 				p.out = append(p.out, o)
+				p.hist.Note(now, req.Room, "prefill", rank, contract.RoomEventFailNotice, "Failed status sent to decode: "+why)
 			}
 		}
 		delete(r.infos, req.Room)
@@ -361,6 +363,7 @@ func (p *Prefill) release(now time.Time, rank, w int) {
 		p.probes.Hit(contract.ProbePrefillFailNoticeAfterDrain)
 		delete(r.pendingFail, c.Room)
 		p.out = append(p.out, o)
+		p.hist.NoteEnded(now, c.Room, "prefill", rank, contract.RoomEventFailNotice, "Failed status sent to decode once the worker's write drained")
 	}
 }
 

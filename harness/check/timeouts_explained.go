@@ -145,6 +145,10 @@ func (v *View) explain(f firing, own, peer contract.RoomRecord, hasPeer bool) (h
 	if hasPeer && !peer.Created.IsZero() && peer.Created.Before(from) {
 		from = peer.Created
 	}
+	if why := unsentFailNotice(f, peer, hasPeer); why != "" {
+		// No fault explains it: nothing stops prefill sending.
+		return "", why
+	}
 	if v.faultDuring(from.Sub(base)-DefaultFaultMargin, f.at.Sub(base)+DefaultFaultMargin) {
 		return explainedFault, ""
 	}
@@ -335,4 +339,39 @@ func firings(recs map[string]map[uint64]contract.RoomRecord) []firing {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
 	return out
+}
+
+// unsentFailNotice says why decode's waiting deadline firing is
+// unexplained when prefill had cleared the room as Failed, holding
+// decode's TransferInfo (so knowing where to tell it), more than
+// DefaultRaceWindow before, and recorded no failure notice to decode: the
+// fixed engine sends one when it clears such a room (a fault may lose it
+// on the way, but none can keep prefill from sending). A room prefill
+// failed but had not cleared yet (its scheduler busy with a forward) is
+// not judged here. "" when that is not the case.
+func unsentFailNotice(f firing, peer contract.RoomRecord, hasPeer bool) string {
+	if f.b.Name != contract.BackstopWaiting || !hasPeer {
+		return ""
+	}
+	metadata := false
+	last := map[int]string{}
+	for _, e := range sortedEvents(peer.Events) {
+		if e.At.After(f.at) {
+			break
+		}
+		switch e.Kind {
+		case contract.RoomEventMetadata:
+			metadata = true
+		case contract.RoomEventFailNotice:
+			return "" // sent: lost on the way, or late; judged as any backstop
+		case contract.RoomEventStatus:
+			last[e.Rank] = e.State
+		case contract.RoomEventClear:
+			if last[e.Rank] == contract.StateFailed && metadata && f.at.Sub(e.At) >= DefaultRaceWindow {
+				return fmt.Sprintf("prefill cleared the room as Failed %v before, holding decode's TransferInfo, and sent it no failure notice",
+					f.at.Sub(e.At).Round(time.Millisecond))
+			}
+		}
+	}
+	return ""
 }

@@ -167,3 +167,39 @@ func TestPeerAtMergesRanksWithMin(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsentFailNotice: decode's waiting deadline is unexplained, fault or
+// not, when prefill had cleared the room as Failed with decode's
+// TransferInfo in hand at least a race window before and recorded no
+// failure notice; a notice sent (or deferred), a room not yet cleared, a
+// clear without the TransferInfo or one just before the deadline is not
+// judged here.
+func TestUnsentFailNotice(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	ev := func(ms int, kind, state string) contract.Event {
+		return contract.Event{At: at(ms), Side: contract.SidePrefill, Kind: kind, State: state}
+	}
+	waiting := firing{b: contract.LookupBackstop(contract.BackstopWaiting), room: 1, at: at(3000)}
+	meta, failed, clear := ev(100, contract.RoomEventMetadata, ""), ev(500, contract.RoomEventStatus, contract.StateFailed), ev(600, contract.RoomEventClear, "")
+	for _, tc := range []struct {
+		name   string
+		f      firing
+		events []contract.Event
+		judged bool
+	}{
+		{"cleared Failed, no notice", waiting, []contract.Event{meta, failed, clear}, true},
+		{"notice sent", waiting, []contract.Event{meta, failed, ev(600, contract.RoomEventFailNotice, ""), clear}, false},
+		{"not cleared yet", waiting, []contract.Event{meta, failed}, false},
+		{"no TransferInfo", waiting, []contract.Event{failed, clear}, false},
+		{"cleared Success", waiting, []contract.Event{meta, ev(500, contract.RoomEventStatus, contract.StateSuccess), clear}, false},
+		{"cleared just before", firing{b: waiting.b, room: 1, at: at(1200)}, []contract.Event{meta, failed, clear}, false},
+		{"another backstop", firing{b: contract.LookupBackstop(contract.BackstopAck), room: 1, at: at(3000)}, []contract.Event{meta, failed, clear}, false},
+	} {
+		why := unsentFailNotice(tc.f, contract.RoomRecord{Room: 1, Events: tc.events}, true)
+		if (why != "") != tc.judged || (tc.judged && !strings.Contains(why, "sent it no failure notice")) {
+			t.Errorf("%s: %q, judged %v", tc.name, why, tc.judged)
+		}
+	}
+}
