@@ -205,13 +205,17 @@ func evaluate(ctx context.Context, opts Options, cov map[string]map[string]int64
 		o.Verdict = NotReached
 		return o
 	}
-	// Restore the file from Root, then break it: the copy holds one
-	// mutant at a time.
-	if err := copyFile(filepath.Join(opts.Root, m.File), filepath.Join(dir, m.File)); err != nil {
-		o.Verdict, o.BuildError = NoBuild, fmt.Sprintf("restore %s: %v", m.File, err)
+	// Break the copy's file and put its own bytes back after: the copy
+	// holds one mutant at a time, and stays the tree copied at the start
+	// however Root changes during an hour-long run (restoring from Root
+	// mixed files edited since into the old tree).
+	path := filepath.Join(dir, m.File)
+	pristine, err := os.ReadFile(path)
+	if err != nil {
+		o.Verdict, o.BuildError = NoBuild, fmt.Sprintf("read %s: %v", m.File, err)
 		return o
 	}
-	defer func() { _ = copyFile(filepath.Join(opts.Root, m.File), filepath.Join(dir, m.File)) }()
+	defer func() { _ = os.WriteFile(path, pristine, 0o644) }()
 	if err := Apply(dir, m); err != nil {
 		o.Verdict, o.BuildError = NoBuild, err.Error()
 		return o
