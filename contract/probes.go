@@ -136,6 +136,7 @@ const (
 	ProbeRouterDecodeFailed
 	ProbeRouterDecodeErrorStatus
 	ProbeRouterDecodeRefused
+	ProbeRouterPrefillRefused
 	ProbeRouterUpstreamError
 	ProbeRouterStreamEndedEarly
 	ProbeRouterBadEvent
@@ -376,6 +377,7 @@ func probeTable() []Probe {
 		pp(ProbeRouterDecodeFailed, "router/decode-failed", "the decode request failed before a response: 502"),
 		pp(ProbeRouterDecodeErrorStatus, "router/decode-error-status", "decode answered with an error status"),
 		pp(ProbeRouterDecodeRefused, "router/decode-refused", "decode refused the request (4xx): the prefill request is cancelled, not left to its bootstrap timeout"),
+		pp(ProbeRouterPrefillRefused, "router/prefill-refused", "prefill refused the request (4xx) before decode answered: decode's leg is cancelled, not left to its waiting timeout, and the client gets prefill's refusal"),
 		pp(ProbeRouterUpstreamError, "router/upstream-error", "decode's stream carried an error event"),
 		pp(ProbeRouterStreamEndedEarly, "router/stream-ended-early", "decode's stream ended or broke before the finish reason"),
 		pp(ProbeRouterBadEvent, "router/bad-event", "a stream event that is not JSON is skipped"),

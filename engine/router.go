@@ -127,7 +127,11 @@ func (rt *Router) room() uint64 {
 // response. Like mini_lb, the prefill request outlives the client's answer
 // (prefill replies once its KV is sent, which may be after decode is done),
 // but a client that goes away before its answer is complete cancels it.
-// The returned done must be called when the answer has been written.
+// A leg refused outright (4xx: a rid that side still holds, a prompt too
+// long) cancels the other, as the model gateway does by failing on either
+// head: no peer will ever take or send this room's KV, so the other side
+// must not hold a slot until its deadline. The returned done must be
+// called when the answer has been written.
 func (rt *Router) dispatch(r *http.Request, req contract.GenerateRequest) (*http.Response, func(), error) {
 	host, port, _ := net.SplitHostPort(rt.rc.PrefillBootstrap)
 	req.BootstrapHost = host
@@ -137,7 +141,16 @@ func (rt *Router) dispatch(r *http.Request, req contract.GenerateRequest) (*http
 	pb, _ := json.Marshal(prefillReq)
 	db, _ := json.Marshal(req)
 	pctx, cancelPrefill := context.WithCancel(rt.ctx)
+	dctx, cancelDecode := context.WithCancel(r.Context())
 	answered := make(chan struct{})
+	// refusal is prefill's 4xx answer while decode had not answered yet
+	// (committed false); once decode's head is in, it is decode's answer
+	// the client gets, whatever prefill says.
+	var (
+		legs      sync.Mutex
+		committed bool
+		refusal   *refusedLeg
+	)
 	rt.wg.Add(2)
 	go func() {
 		defer rt.wg.Done()
@@ -148,11 +161,21 @@ func (rt *Router) dispatch(r *http.Request, req contract.GenerateRequest) (*http
 			rt.log.Debug("prefill request failed", "err", err)
 			return
 		}
+		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			rt.probes.Hit(contract.ProbeRouterPrefillFailed)
 		}
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBody))
+			legs.Lock()
+			if !committed {
+				rt.probes.Hit(contract.ProbeRouterPrefillRefused)
+				refusal = &refusedLeg{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: body}
+				cancelDecode()
+			}
+			legs.Unlock()
+		}
 		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
 	}()
 	go func() {
 		defer rt.wg.Done()
@@ -176,22 +199,52 @@ func (rt *Router) dispatch(r *http.Request, req contract.GenerateRequest) (*http
 			}
 			cancelPrefill() // the client left before its answer was complete
 		}
+		cancelDecode()
 		close(answered)
 	}
-	resp, err := rt.post(r.Context(), rt.rc.DecodeHTTP, db)
+	resp, err := rt.post(dctx, rt.rc.DecodeHTTP, db)
+	legs.Lock()
+	committed = true
+	refused := refusal
+	legs.Unlock()
+	if refused != nil {
+		// Prefill refused before decode answered: that refusal is the
+		// client's answer, and decode's leg, cancelled, gave none.
+		if err == nil {
+			resp.Body.Close()
+		}
+		return refused.response(), done, nil
+	}
 	if err != nil {
 		rt.probes.Hit(contract.ProbeRouterDecodeFailed)
 		return nil, done, err
 	}
 	if resp.StatusCode >= 400 && resp.StatusCode < 500 {
-		// Decode refused the request outright (a rid it still holds, a
-		// prompt too long): no decode will ever take this room's KV, so
-		// prefill's leg is cancelled instead of left to its bootstrap
-		// timeout with a slot pinned.
+		// Decode refused the request outright: prefill's leg is cancelled
+		// instead of left to its bootstrap timeout with a slot pinned.
 		rt.probes.Hit(contract.ProbeRouterDecodeRefused)
 		cancelPrefill()
 	}
 	return resp, done, nil
+}
+
+// maxRefusalBody bounds how much of a refusing engine's error body the
+// router keeps to pass on: an error message, never a stream.
+const maxRefusalBody = 64 << 10
+
+// refusedLeg is an engine's 4xx answer, kept to be the client's.
+type refusedLeg struct {
+	status      int
+	contentType string
+	body        []byte
+}
+
+func (l *refusedLeg) response() *http.Response {
+	h := http.Header{}
+	if l.contentType != "" {
+		h.Set("Content-Type", l.contentType)
+	}
+	return &http.Response{StatusCode: l.status, Header: h, Body: io.NopCloser(bytes.NewReader(l.body)), ContentLength: int64(len(l.body))}
 }
 
 func (rt *Router) post(ctx context.Context, hostport string, body []byte) (*http.Response, error) {

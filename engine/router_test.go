@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,5 +137,84 @@ func TestRouterClientRid(t *testing.T) {
 	defer mu.Unlock()
 	if len(rids) != 2 {
 		t.Fatalf("a refused rid still reached the engines: %q", rids[2:])
+	}
+}
+
+// When prefill refuses the request outright (4xx: a rid it still holds)
+// before decode answers, the router cancels decode's leg at once instead
+// of leaving decode's room to its waiting timeout, and the client gets
+// prefill's refusal, on /generate and on the chat route alike.
+func TestRouterPrefillRefused(t *testing.T) {
+	testkit.NoLeaks(t)
+	prefill := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"error":{"message":"add request client-rid-2: duplicate rid","type":"BadRequestError","code":400}}`)
+	}))
+	t.Cleanup(prefill.Close)
+	// running counts decode legs still open: the router may cancel one
+	// before it is sent, or after decode took it, never leave it running.
+	var running atomic.Int64
+	stop := make(chan struct{})
+	decode := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		running.Add(1)
+		defer running.Add(-1)
+		// The body read to its end, the server sees the router hang up.
+		_, _ = io.Copy(io.Discard, r.Body)
+		select { // waits for KV that will never come, unless cancelled
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(decode.Close)
+	t.Cleanup(func() { close(stop) }) // before decode.Close, which waits for its handlers
+	host := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
+	rt, err := engine.StartRouter(t.Context(), contract.EngineConfig{}, engine.RouterConfig{
+		PrefillHTTP: host(prefill), DecodeHTTP: host(decode), PrefillBootstrap: host(prefill)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	for _, tc := range []struct{ path, body string }{
+		{contract.PathGenerate, `{"text":"x","rid":"client-rid-2","stream":true}`},
+		{contract.PathChatCompletions, `{"model":"m","stream":true,"rid":"client-rid-2","messages":[{"role":"user","content":"x"}]}`},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+rt.Addr()+tc.path, strings.NewReader(tc.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			t.Fatalf("%s: %v (the client waited on a decode leg prefill's refusal should have ended)", tc.path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "duplicate rid") {
+			t.Fatalf("%s: prefill's refusal reached the client as %d %s", tc.path, resp.StatusCode, b)
+		}
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if n := running.Load(); n != 0 {
+				return fmt.Errorf("%s: %d decode legs still run after prefill refused the request", tc.path, n)
+			}
+			return nil
+		})
+	}
+	resp, err := http.Get("http://" + rt.Addr() + contract.PathDebugProbes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var pr contract.ProbesResponse
+	if err := json.NewDecoder(resp.Body).Decode(&pr); err != nil {
+		t.Fatal(err)
+	}
+	want, hits := contract.ProbeRouterPrefillRefused.String(), int64(-1)
+	for _, p := range pr.Probes {
+		if p.Name == want {
+			hits = p.Hits
+		}
+	}
+	if hits != 2 {
+		t.Fatalf("%s hit %d times (-1: not listed), want 2", want, hits)
 	}
 }

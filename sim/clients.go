@@ -234,7 +234,19 @@ func (s *run) prefillGenerate(req *request) {
 	if err := s.p.Add(s.wall(), req.rid, req.room, req.tokens); err != nil {
 		s.tracef("prefill/http", "generate rid=%s: %v", req.rid, err)
 		req.pLive = false
-		s.rprobes.Hit(contract.ProbeRouterPrefillFailed)
+		refusal := err.Error()
+		s.transmit(req.toP+"<", &msg{kind: "http", room: req.room, desc: s.describe("error 400 ", req.rid), deliver: func() {
+			s.rprobes.Hit(contract.ProbeRouterPrefillFailed)
+			if req.ended || req.got > 0 || !req.dLive {
+				return // decode answered first: its answer is the client's
+			}
+			// Prefill refused it outright before decode answered: the
+			// router cancels decode's leg rather than leave it to its
+			// waiting timeout, and the client gets the refusal.
+			s.rprobes.Hit(contract.ProbeRouterPrefillRefused)
+			s.end(req, outcome.Outcome{Kind: outcome.KindError, Status: 400, Message: refusal})
+			s.closeDecode(req)
+		}})
 		return
 	}
 	s.pwait[req.rid] = req
