@@ -26,6 +26,7 @@ const (
 	explainedRegression = "explained_regression"
 	explainedLoad       = "explained_load"
 	explainedRace       = "explained_race"
+	explainedPeer       = "explained_peer_backstop"
 )
 
 // firing is one backstop that fired on one room.
@@ -48,7 +49,7 @@ type firing struct {
 // overlapped that stay. Logs without the engine config or ended rooms (an
 // external target, or recorded before this checker) are skipped.
 func checkTimeoutsExplained(v *View) CheckResult {
-	ev := map[string]int64{"backstops_fired": 0, explainedFault: 0, explainedRegression: 0, explainedLoad: 0, explainedRace: 0,
+	ev := map[string]int64{"backstops_fired": 0, explainedFault: 0, explainedRegression: 0, explainedLoad: 0, explainedRace: 0, explainedPeer: 0,
 		"unexplained": 0, "states_checked": 0, "states_over_deadline": 0, "states_excused_by_fault": 0, "records_truncated": 0}
 	switch {
 	case v.Run.Engine == nil:
@@ -84,14 +85,27 @@ func checkTimeoutsExplained(v *View) CheckResult {
 				ActiveFaults: v.activeAt(since), Events: r.Events})
 		}
 	}
+	// explained keeps each explained firing by role and room, so a later
+	// backstop on the same room can be explained by it (firings come in
+	// time order).
+	explained := map[string]map[uint64]firing{}
 	for _, f := range firings(recs) {
 		ev["backstops_fired"]++
 		peerRole := peerOf(f.b.Role)
 		own := recs[f.b.Role][f.room]
 		peer, hasPeer := recs[peerRole][f.room]
 		how, why := v.explain(f, own, peer, hasPeer)
+		if how == "" && peerBackstopExplains(f, explained[peerRole][f.room]) {
+			how = explainedPeer
+		}
 		if how != "" {
 			ev[how]++
+			if explained[f.b.Role] == nil {
+				explained[f.b.Role] = map[uint64]firing{}
+			}
+			if _, ok := explained[f.b.Role][f.room]; !ok {
+				explained[f.b.Role][f.room] = f
+			}
 			continue
 		}
 		ev["unexplained"]++
@@ -130,8 +144,8 @@ func checkTimeoutsExplained(v *View) CheckResult {
 		return res
 	}
 	return result(contract.CheckTimeoutsExplained, Pass, ev,
-		"%d backstops fired, all explained (%d fault, %d load, %d race, %d regression); %d room states within their deadlines",
-		ev["backstops_fired"], ev[explainedFault], ev[explainedLoad], ev[explainedRace], ev[explainedRegression], ev["states_checked"])
+		"%d backstops fired, all explained (%d fault, %d load, %d race, %d regression, %d by the peer's deadline); %d room states within their deadlines",
+		ev["backstops_fired"], ev[explainedFault], ev[explainedLoad], ev[explainedRace], ev[explainedRegression], ev[explainedPeer], ev["states_checked"])
 }
 
 // explain says how a fired backstop is explained (an evidence key), or
@@ -339,6 +353,19 @@ func firings(recs map[string]map[uint64]contract.RoomRecord) []firing {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
 	return out
+}
+
+// peerBackstopExplains reports whether decode's waiting deadline f is
+// explained by prefill's bootstrap deadline p, itself explained, firing
+// on the same room before it. Prefill's bootstrap deadline fires only
+// while its room waits for decode's TransferInfo, so decode's metadata
+// came after prefill had ended the room, and prefill, which never knew
+// where decode was, cannot tell it: decode waits out its own deadline,
+// as SGLang does (the decode-side bootstrap timeout, #30769, is not
+// merged). That is the chain of a KV pool too full to give decode its
+// pages within prefill's bootstrap deadline.
+func peerBackstopExplains(f, p firing) bool {
+	return f.b.Name == contract.BackstopWaiting && p.b.Name == contract.BackstopBootstrap && p.at.Before(f.at)
 }
 
 // unsentFailNotice says why decode's waiting deadline firing is

@@ -25,17 +25,19 @@ func TestJudgeOrderIsCheckNames(t *testing.T) {
 }
 
 // TestTimeoutsExplainedCounts: each backstop of the good log is explained
-// the way it was written to be: one by the fault it lived through, three by
-// load (one of them only when ranks merge with MIN, one on the ACK), two by
-// a race (one on decode's metadata), and bad-cancels-reached-deadline's
-// bootstrap deadline by the fault its room overlapped.
+// the way it was written to be: one by the fault it lived through, four by
+// load (one of them only when ranks merge with MIN, one on the ACK, one a
+// bootstrap deadline while decode waited for pages), two by a race (one on
+// decode's metadata), one waiting deadline by that bootstrap deadline
+// before it, and bad-cancels-reached-deadline's bootstrap deadline by the
+// fault its room overlapped.
 func TestTimeoutsExplainedCounts(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		file string
 		want map[string]int64
 	}{
-		{"good-timeouts-explained.jsonl", map[string]int64{"backstops_fired": 6, explainedFault: 1, explainedLoad: 3, explainedRace: 2, "unexplained": 0}},
+		{"good-timeouts-explained.jsonl", map[string]int64{"backstops_fired": 8, explainedFault: 1, explainedLoad: 4, explainedRace: 2, explainedPeer: 1, "unexplained": 0}},
 		{"bad-cancels-reached-deadline.jsonl", map[string]int64{"backstops_fired": 1, explainedFault: 1, "states_excused_by_fault": 1}},
 		{"good.jsonl", map[string]int64{"backstops_fired": 0, "states_over_deadline": 0}},
 	} {
