@@ -135,6 +135,68 @@ func TestRidRetriesSimulated(t *testing.T) {
 	}
 }
 
+// Rid-retries: the router also cancels decode's leg when prefill refuses
+// a rid it still holds, in one of seeds 1-3 at least.
+func TestRidRetriesPrefillRefusal(t *testing.T) {
+	t.Parallel()
+	sc, err := harness.LoadScenario("rid-retries", scenarios.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := Config(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hit := int64(0)
+	for seed := uint64(1); seed <= 3 && hit == 0; seed++ {
+		r, err := sim.Run(cfg, seed, sim.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Failed != "" {
+			c, _ := r.Checks.Get(r.Failed)
+			t.Fatalf("seed %d: fixed engine: %s failed: %s", seed, r.Failed, c.Summary)
+		}
+		hit += r.Probes[contract.ProbeRouterPrefillRefused.String()]
+	}
+	if hit == 0 {
+		t.Errorf("probe %s not hit in seeds 1-3", contract.ProbeRouterPrefillRefused)
+	}
+}
+
+// A KV pool too small for the swarm: decode waits for pages past
+// prefill's bootstrap deadline, its metadata then finds the room gone and
+// its own waiting deadline ends the room; the fixed engine passes and
+// timeouts-explained explains that deadline by prefill's before it.
+func TestKVPoolPressureSimulated(t *testing.T) {
+	t.Parallel()
+	sc, err := harness.LoadScenario("kv-pool-pressure", scenarios.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, sk, err := Config(sc)
+	if err != nil || len(sk) != 0 {
+		t.Fatalf("kv-pool-pressure: skipped %v, err %v; want nothing skipped", sk, err)
+	}
+	r, err := sim.Run(cfg, 1, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Failed != "" {
+		c, _ := r.Checks.Get(r.Failed)
+		t.Fatalf("fixed engine: %s failed: %s", r.Failed, c.Summary)
+	}
+	for _, p := range []contract.ProbeID{contract.ProbeDecodePreallocWaitPages, contract.ProbePrefillBootstrapTimeout, contract.ProbeDecodeWaitingTimeout} {
+		if r.Probes[p.String()] == 0 {
+			t.Errorf("probe %s not hit", p)
+		}
+	}
+	c, _ := r.Checks.Get(contract.CheckTimeoutsExplained)
+	if c.Evidence["explained_peer_backstop"] == 0 {
+		t.Errorf("no waiting deadline explained by prefill's bootstrap deadline: %v", c.Evidence)
+	}
+}
+
 // With a regression on, the catalogue's scenario fails in the simulator
 // with a failing checker within a few seeds; the fixed engine passes the
 // same seeds on the checks the regression breaks.

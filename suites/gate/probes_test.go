@@ -30,7 +30,7 @@ func unreachableInGate() map[string]string {
 		"decode/abort-endpoint":          noAbortEndpoint,
 		"prefill/add-room-in-use":        noRoomReuse,
 		"decode/add-room-in-use":         noRoomReuse,
-		"decode/add-too-long":            "the agents' prompts always fit decode's KV cache",
+		"decode/add-too-long":            someSeeds + ": an agent's conversation must outgrow decode's whole KV pool (kv-pool-pressure: 2 of 3 seeds)",
 		"prefill/malformed-kills-loop":   "bootstrap-thread-death's preset (abort-storm) corrupts nothing: its loop dies on an ABORT",
 		"prefill/metadata-unknown-agent": noCorruptFrame + "; registrations always precede TransferInfo on a connection",
 		"decode/status-not-failed":       "prefill only ever sends Failed statuses",
