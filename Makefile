@@ -9,7 +9,7 @@ FUZZTIME  ?= 1m
 # Packages with goroutines and sockets run under the race detector.
 RACE_PKGS := ./engine/... ./faults/... ./agents/... ./harness/...
 
-.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench bench-go deps clean fuzz stress interrupt-runs catch-rates hostile gate-mutants sim test-mutant
+.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench bench-go deps clean fuzz stress interrupt-runs catch-rates seed-sweep hostile gate-mutants sim test-mutant
 
 all: build
 
@@ -44,6 +44,14 @@ fuzz:
 ## measures each regression's own catch only (the gate's 19-of-20 target: make catch-rates SEEDS=20 CATCHES=own)
 catch-rates: build
 	CATCHES=$(or $(CATCHES),all) RESULTS_DIR=$(RESULTS_DIR) bash scripts/catch-rates.sh $(or $(SEEDS),5)
+
+## seed-sweep: every preset on the fixed engine and every regression in its catching scenario over
+## seeds 1..SEEDS (default 20), JOBS runs at a time (default 2), each with the same extra run flags
+## ARGS (e.g. ARGS="--gauges logged" or ARGS="--gauges logged --no-loads"); PART=presets|regressions
+## narrows it. Writes RESULTS_DIR/seed-sweep/<flags>/runs.tsv and prints per preset the passes and per
+## regression the seeds its own checker caught with the median time to the first room-age and gauge wedge
+seed-sweep: build
+	JOBS=$(or $(JOBS),2) PART=$(or $(PART),all) RESULTS_DIR=$(RESULTS_DIR) bash scripts/seed-sweep.sh $(or $(SEEDS),20) $(ARGS)
 
 ## gate-mutants: the gate's mutation self-test. For each code probe's branch, a scratch copy of the
 ## module (under $TMPDIR, never committed) with that branch broken (kinds: skip the handling, take
