@@ -91,7 +91,7 @@ func checkCancelsReached(v *View) CheckResult {
 				continue
 			}
 			ev["sides_checked"]++
-			why, how, late := cancelReached(r, o.End, excused, v.Run.BaseWall)
+			why, how, late := cancelReached(role, r, o.End, excused, v.Run.BaseWall)
 			if late {
 				ev["late_excused_by_fault"]++
 			}
@@ -155,12 +155,17 @@ const (
 	reachedByRace   // it ended on its own within DefaultRaceWindow: the cancel found it ending
 )
 
-// cancelReached judges one side's record of a room the client cancelled at
+// cancelReached judges role's record of a room the client cancelled at
 // offset tc: reached when it recorded the client's abort in time (at any
 // time when excused by a fault; late says that excuse was used), or when it
-// had ended before the cancel or completed within the bound; reached by
-// the peer when the peer's ABORT ended it within DefaultRaceWindow.
-func cancelReached(r contract.RoomRecord, tc time.Duration, excused bool, base time.Time) (why string, how int, late bool) {
+// had ended before the cancel or completed soon enough; reached by the
+// peer when the peer's ABORT ended it within DefaultRaceWindow. Prefill
+// completes a room when its KV is sent, which may finish while the
+// router's cancel is on its way: within DefaultCancelBound. Decode
+// completes a room when it has generated the whole answer, so completing
+// more than DefaultRaceWindow after the client left is decode generating
+// for nobody: its client's abort never reached it.
+func cancelReached(role string, r contract.RoomRecord, tc time.Duration, excused bool, base time.Time) (why string, how int, late bool) {
 	var ended, peerAbort time.Duration = -1, -1
 	for _, e := range r.Events {
 		at := e.At.Sub(base)
@@ -181,11 +186,17 @@ func cancelReached(r contract.RoomRecord, tc time.Duration, excused bool, base t
 			ended = at
 		}
 	}
+	completeBound := DefaultCancelBound
+	if role == contract.SideDecode {
+		completeBound = DefaultRaceWindow
+	}
 	switch {
 	case ended >= 0 && ended <= tc:
 		return "", reachedByClient, false // it had ended before the client left
-	case ended >= 0 && ended <= tc+DefaultCancelBound && r.LastState == contract.StateSuccess:
+	case ended >= 0 && ended <= tc+completeBound && r.LastState == contract.StateSuccess:
 		return "", reachedByClient, false // it completed as the client left: nothing was left to cancel
+	case ended >= 0 && r.LastState == contract.StateSuccess && excused:
+		return "", reachedByClient, true // a fault may have held the cancel back
 	case ended >= 0 && peerAbort >= 0 && ended <= tc+DefaultRaceWindow:
 		return "", reachedByPeer, false // the peer's ABORT won the race with the router's cancel
 	case ended >= 0 && ended <= tc+DefaultRaceWindow:
@@ -193,6 +204,10 @@ func cancelReached(r contract.RoomRecord, tc time.Duration, excused bool, base t
 		// left: the side answered before the cancel came, so it had
 		// nothing to cancel. A cancel left to a backstop ends seconds later.
 		return "", reachedByRace, false
+	}
+	if ended >= 0 && r.LastState == contract.StateSuccess && role == contract.SideDecode {
+		return fmt.Sprintf("never recorded the client's abort and generated the answer to its end %v after the client left: %s",
+			(ended - tc).Round(time.Millisecond), eventKinds(r.Events)), notReached, false
 	}
 	if ended >= 0 {
 		return fmt.Sprintf("never recorded the client's abort; the room ended %v after the cancel (last state %s): %s",

@@ -246,8 +246,38 @@ func TestCancelReachedRules(t *testing.T) {
 		{"still held, no abort", contract.StateBootstrapping, []contract.Event{at(0, "status")}, true, notReached},
 	} {
 		r := contract.RoomRecord{Room: 1, State: tc.last, LastState: tc.last, Events: tc.events}
-		if why, got, _ := cancelReached(r, s, tc.excused, base); got != tc.want {
+		if why, got, _ := cancelReached(contract.SidePrefill, r, s, tc.excused, base); got != tc.want {
 			t.Errorf("%s: reached %v (%s), want %v", tc.name, got, why, tc.want)
+		}
+	}
+}
+
+// TestCancelReachedDecodeGeneratesForNobody: a room that completes 3s
+// after its client left is prefill finishing its KV send as the cancel
+// travels, but decode generating an answer nobody reads, unless a fault
+// overlapped; within DefaultRaceWindow both raced the cancel.
+func TestCancelReachedDecodeGeneratesForNobody(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	s := time.Second
+	done := func(d time.Duration) contract.RoomRecord {
+		return contract.RoomRecord{Room: 1, State: contract.StateSuccess, LastState: contract.StateSuccess,
+			Events: []contract.Event{{At: base, Kind: "status"}, {At: base.Add(d), Kind: "clear"}}}
+	}
+	for _, tc := range []struct {
+		role    string
+		end     time.Duration
+		excused bool
+		want    int
+	}{
+		{contract.SidePrefill, 4 * s, false, reachedByClient},
+		{contract.SideDecode, 4 * s, false, notReached},
+		{contract.SideDecode, 4 * s, true, reachedByClient},
+		{contract.SideDecode, s + 300*time.Millisecond, false, reachedByClient},
+	} {
+		why, got, _ := cancelReached(tc.role, done(tc.end), s, tc.excused, base)
+		if got != tc.want {
+			t.Errorf("%s completing at %v (cancel at 1s, fault %v): reached %v (%s), want %v", tc.role, tc.end, tc.excused, got, why, tc.want)
 		}
 	}
 }
@@ -270,11 +300,11 @@ func TestCancelJudgesTheFirstRecord(t *testing.T) {
 		if got := m[7]; !got.Created.Equal(base) {
 			t.Errorf("kept the record created at %v, want the first (%v)", got.Created, base)
 		}
-		if _, how, _ := cancelReached(m[7], time.Second, false, base); how == notReached {
+		if _, how, _ := cancelReached(contract.SidePrefill, m[7], time.Second, false, base); how == notReached {
 			t.Error("the cancelled request's record says the cancel did not reach it")
 		}
 	}
-	if _, how, _ := cancelReached(reopened, time.Second, false, base); how != notReached {
+	if _, how, _ := cancelReached(contract.SidePrefill, reopened, time.Second, false, base); how != notReached {
 		t.Error("the re-opened record alone reads as reached: the test no longer shows the difference")
 	}
 }
