@@ -48,10 +48,10 @@ catch-rates: build
 ## seed-sweep: every preset on the fixed engine and every regression in its catching scenario over
 ## seeds 1..SEEDS (default 20), JOBS runs at a time (default 2), each with the same extra run flags
 ## ARGS (e.g. ARGS="--gauges logged" or ARGS="--gauges logged --no-loads"); PART=presets|regressions
-## narrows it. Writes RESULTS_DIR/seed-sweep/<flags>/runs.tsv and prints per preset the passes and per
+## narrows it (PRESETS="a b" to some presets). Writes RESULTS_DIR/seed-sweep/<flags>/runs.tsv and prints per preset the passes and per
 ## regression the seeds its own checker caught with the median time to the first room-age and gauge wedge
 seed-sweep: build
-	JOBS=$(or $(JOBS),2) PART=$(or $(PART),all) RESULTS_DIR=$(RESULTS_DIR) bash scripts/seed-sweep.sh $(or $(SEEDS),20) $(ARGS)
+	JOBS=$(or $(JOBS),2) PART=$(or $(PART),all) PRESETS="$(PRESETS)" RESULTS_DIR=$(RESULTS_DIR) bash scripts/seed-sweep.sh $(or $(SEEDS),20) $(ARGS)
 
 ## gate-mutants: the gate's mutation self-test. For each code probe's branch, a scratch copy of the
 ## module (under $TMPDIR, never committed) with that branch broken (kinds: skip the handling, take

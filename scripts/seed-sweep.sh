@@ -8,7 +8,8 @@
 # first gauge or queue wedge, the load average when it started) and prints a
 # Markdown summary: per preset the passes, per regression the seeds its own
 # checker caught and the median detection times. PART=presets|regressions|all
-# (default all) narrows it; LABEL names the output folder (default: the flags).
+# (default all) narrows it, PRESETS="a b" to those presets; LABEL names the
+# output folder (default: the flags).
 set -euo pipefail
 n=${1:?usage: seed-sweep.sh SEEDS [RUN_FLAGS...]}
 shift
@@ -27,7 +28,7 @@ tsv=$out/runs.tsv
 plan=$out/plan.txt
 : >"$plan"
 if [ "$part" != regressions ]; then
-	for p in $(ls suites/scenarios/*.yaml | xargs -n1 basename | sed 's/\.yaml$//'); do
+	for p in ${PRESETS:-$(ls suites/scenarios/*.yaml | xargs -n1 basename | sed 's/\.yaml$//')}; do
 		for s in $(seq 1 "$n"); do echo "$p - - $s" >>"$plan"; done
 	done
 fi
