@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -162,6 +163,16 @@ func (v *View) explain(f firing, own, peer contract.RoomRecord, hasPeer bool) (h
 	if why := unsentFailNotice(f, peer, hasPeer); why != "" {
 		// No fault explains it: nothing stops prefill sending.
 		return "", why
+	}
+	if sent := failNoticeSent(f, peer, hasPeer); !sent.IsZero() && f.at.Sub(sent) >= DefaultRaceWindow {
+		// Prefill told decode the room failed, long enough before: only
+		// a fault that can lose or hold back that notice explains decode
+		// waiting out its deadline (a KV or control link fault cannot).
+		if v.noticeFaultDuring(sent.Sub(base)-DefaultFaultMargin, f.at.Sub(base)+DefaultFaultMargin) {
+			return explainedFault, ""
+		}
+		return "", fmt.Sprintf("prefill sent its failure notice %v before, and no fault on a notify link, a process or an engine loop was active to lose it",
+			f.at.Sub(sent).Round(time.Millisecond))
 	}
 	if v.faultDuring(from.Sub(base)-DefaultFaultMargin, f.at.Sub(base)+DefaultFaultMargin) {
 		return explainedFault, ""
@@ -335,6 +346,61 @@ func (v *View) stopFaultDuring(from, to time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// noticeFaultDuring reports whether a fault that can lose or hold back
+// prefill's notices to decode overlapped [from, to]: one on a notify link
+// (contract.NotifyLink), a process or engine fault (a role stopped,
+// killed or stalled), or a network or protocol fault whose link its name
+// does not give. Client faults and faults on other links cannot.
+func (v *View) noticeFaultDuring(from, to time.Duration) bool {
+	for _, f := range v.Faults {
+		if !f.Applied || f.Start > to || (f.End != 0 && f.End < from) {
+			continue
+		}
+		switch f.Layer {
+		case faults.LayerClient:
+			continue
+		case faults.LayerNetwork, faults.LayerProtocol:
+			if link := faultLink(f.Fault); link != "" && !strings.HasPrefix(link, "notify/") {
+				continue
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// faultLink is the link a network or protocol fault names: first in its
+// arguments live ("drop(notify/0,status)" is on notify/0), after the @ in
+// the simulator ("drop-messages@notify/0"); "" when it names none.
+func faultLink(name string) string {
+	var link string
+	if _, after, ok := strings.Cut(name, "@"); ok {
+		link = after
+	} else if _, args, ok := strings.Cut(name, "("); ok {
+		link, _, _ = strings.Cut(strings.TrimSuffix(args, ")"), ",")
+	}
+	if !strings.Contains(link, "/") {
+		return ""
+	}
+	return link
+}
+
+// failNoticeSent is when prefill last recorded a failure notice to decode
+// for the room before decode's waiting deadline f fired; zero when f is
+// another backstop or prefill recorded none.
+func failNoticeSent(f firing, peer contract.RoomRecord, hasPeer bool) time.Time {
+	var at time.Time
+	if f.b.Name != contract.BackstopWaiting || !hasPeer {
+		return at
+	}
+	for _, e := range peer.Events {
+		if e.Kind == contract.RoomEventFailNotice && !e.At.After(f.at) && e.At.After(at) {
+			at = e.At
+		}
+	}
+	return at
 }
 
 // firings lists each backstop that fired on each room once (its first

@@ -205,3 +205,41 @@ func TestUnsentFailNotice(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeoutsExplainedNoticeIgnored: decode's waiting deadline fired
+// 1.81s after prefill sent it the room's failure notice. A fault on the KV
+// link cannot lose that notice, so it explains nothing (live and simulated
+// names alike); one on a notify link, or a process fault, can.
+func TestTimeoutsExplainedNoticeIgnored(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		fault string
+		layer faults.Layer
+		want  Status
+	}{
+		{"reset_peer(kv/0,up,0s)", faults.LayerNetwork, Fail},
+		{"reset-peer@kv/0", faults.LayerNetwork, Fail},
+		{"reset_peer(notify/0,up,0s)", faults.LayerNetwork, Pass},
+		{"drop-messages@notify/0", faults.LayerProtocol, Pass},
+		{"sigstop(decode)", faults.LayerProcess, Pass},
+	} {
+		evs := readLog(t, "bad-timeouts-explained-notice-ignored.jsonl")
+		n := 0
+		for _, e := range evs {
+			if e.Type == EvFault && e.Fault.Window == 1 {
+				e.Fault.Fault, e.Fault.Layer = tc.fault, tc.layer
+				n++
+			}
+		}
+		if n == 0 {
+			t.Fatal("the log has no KV-link fault to rename")
+		}
+		c, _ := Judge(evs, Floor{}).Get(contract.CheckTimeoutsExplained)
+		if c.Status != tc.want {
+			t.Errorf("fault %s: %s (%s), want %s", tc.fault, c.Status, c.Summary, tc.want)
+		}
+		if tc.want == Fail && !strings.Contains(c.Summary, "failure notice 1.81s before") {
+			t.Errorf("fault %s: summary %q does not say the notice was sent 1.81s before", tc.fault, c.Summary)
+		}
+	}
+}

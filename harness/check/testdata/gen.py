@@ -390,6 +390,22 @@ write("bad-timeouts-explained-notice-lost.jsonl", with_rooms(g,
              both(5300 * MS, "decode", "status", "Failed", "receiver: prefill reported failure: bootstrap failed") +
              both(5300 * MS, "decode", "clear", "Failed", "transfer failed"), "Failed")]))
 
+# Prefill failed the room and sent decode its failure notice 1.81s before
+# decode's waiting deadline fired; the only fault then was on the KV link,
+# which cannot lose a notice: decode ignored it.
+b = with_rooms(g,
+      [ended(2105, "prefill", opened(3200 * MS, "prefill") + both(3250 * MS, "prefill", "status", "WaitingForInput", "bootstrap: metadata arrived") +
+             both(3300 * MS, "prefill", "status", "Transferring", "worker: chunk 0 start") +
+             both(3400 * MS, "prefill", "status", "Failed", "worker: transfer error") +
+             [evr(3400 * MS, "prefill", 0, "fail-notice", "Failed", "failure notice to decode")] +
+             both(3450 * MS, "prefill", "clear", "Failed", "transfer failed"), "Failed")],
+      [ended(2105, "decode", waiting_timeout(3200 * MS, 5210 * MS), "Failed")])
+i = [k for k, e in enumerate(b) if e["type"] == "phase" and e["phase"] == "drain"][0]
+b.insert(i, {"t": 6 * S, "type": "fault", "fault": {"window": 1, "fault": "reset_peer(kv/0,up,0s)", "layer": "network",
+             "planned_start_ns": 3 * S, "planned_end_ns": 6 * S, "applied": True, "start_ns": 3 * S, "end_ns": 6 * S,
+             "evidence": {"fault": "reset_peer(kv/0,up,0s)", "effective": True, "counters": {"connections_closed": 2}}}})
+write("bad-timeouts-explained-notice-ignored.jsonl", b)
+
 # A room Transferring on prefill for 4.8s, past its 2s inflight deadline
 # plus the margin, and no backstop fired: the deadline is not enforced.
 write("bad-timeouts-explained-state-bound.jsonl", with_rooms(g,
