@@ -26,11 +26,15 @@ deps:
 
 ## test: everything CI runs — vet, race detector on concurrent packages, all tests except the
 ## Ginkgo gate (minutes of scenario runs: `make gate`)
+# The race run is bound by harness's scenario runs, which mostly wait on the
+# clock, so the other packages' tests run beside it rather than after it.
 test: deps
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 8m $(RACE_PKGS)
-	$(GO) test -count=1 -timeout 8m $$($(GO) list ./... | grep -v -e /engine -e /faults -e /agents -e /harness -e /suites/gate)
-	$(GO) test -race -count=1 -run TestSameSeedSameTrace ./sim/scenario
+	@$(GO) test -race -count=1 -timeout 8m $(RACE_PKGS) & race=$$!; \
+	$(GO) test -count=1 -timeout 8m $$($(GO) list ./... | grep -v -e /engine -e /faults -e /agents -e /harness -e /suites/gate) \
+		&& $(GO) test -race -count=1 -run TestSameSeedSameTrace ./sim/scenario; rest=$$?; \
+	wait $$race; race=$$?; \
+	if [ $$race -ne 0 ] || [ $$rest -ne 0 ]; then echo "make test: race run exit $$race, other packages exit $$rest" >&2; exit 1; fi
 
 ## fuzz: every native fuzz target (listed by `go test -list '^Fuzz' ./...`) in turn, one at a
 ## time, each for FUZZTIME (default 1m), e.g. make fuzz FUZZTIME=10m. Stops at the first crasher
