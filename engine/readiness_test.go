@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -10,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/pdchaos/pdchaos/contract"
-	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/internal/testkit"
 )
 
@@ -29,13 +27,7 @@ func TestRouterReadiness(t *testing.T) {
 		}
 	}))
 	t.Cleanup(decode.Close)
-	host := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
-	rt, err := engine.StartRouter(t.Context(), contract.EngineConfig{}, engine.RouterConfig{
-		PrefillHTTP: host(prefill), DecodeHTTP: host(decode), PrefillBootstrap: host(prefill)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	rt := startTestRouter(t, prefill, decode)
 	get := func(path string) (int, contract.ReadinessBody) {
 		t.Helper()
 		resp, err := http.Get("http://" + rt.Addr() + path)

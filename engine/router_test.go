@@ -50,13 +50,7 @@ func TestRouterReportsADecodeStreamThatEndsEarly(t *testing.T) {
 				tc.decode(w)
 			}))
 			t.Cleanup(decode.Close)
-			host := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
-			rt, err := engine.StartRouter(t.Context(), contract.EngineConfig{}, engine.RouterConfig{
-				PrefillHTTP: host(prefill), DecodeHTTP: host(decode), PrefillBootstrap: host(prefill)}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = rt.Close(context.Background()) })
+			rt := startTestRouter(t, prefill, decode)
 			r := testkit.Chat(t.Context(), "http://"+rt.Addr(), []model.Message{{Role: "user", Content: "x"}}, 2)
 			got := ""
 			if r.Err != nil {
@@ -99,13 +93,7 @@ func TestRouterClientRid(t *testing.T) {
 		fmt.Fprint(w, `{"error":{"message":"add request client-rid-1: duplicate rid","type":"BadRequestError","code":400}}`)
 	}))
 	t.Cleanup(decode.Close)
-	host := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
-	rt, err := engine.StartRouter(t.Context(), contract.EngineConfig{}, engine.RouterConfig{
-		PrefillHTTP: host(prefill), DecodeHTTP: host(decode), PrefillBootstrap: host(prefill)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	rt := startTestRouter(t, prefill, decode)
 	post := func(rid string) (int, string) {
 		body := fmt.Sprintf(`{"model":"m","stream":true,"rid":%q,"messages":[{"role":"user","content":"x"}]}`, rid)
 		resp, err := http.Post("http://"+rt.Addr()+contract.PathChatCompletions, "application/json", strings.NewReader(body))
@@ -168,13 +156,7 @@ func TestRouterPrefillRefused(t *testing.T) {
 	}))
 	t.Cleanup(decode.Close)
 	t.Cleanup(func() { close(stop) }) // before decode.Close, which waits for its handlers
-	host := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
-	rt, err := engine.StartRouter(t.Context(), contract.EngineConfig{}, engine.RouterConfig{
-		PrefillHTTP: host(prefill), DecodeHTTP: host(decode), PrefillBootstrap: host(prefill)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	rt := startTestRouter(t, prefill, decode)
 	for _, tc := range []struct{ path, body string }{
 		{contract.PathGenerate, `{"text":"x","rid":"client-rid-2","stream":true}`},
 		{contract.PathChatCompletions, `{"model":"m","stream":true,"rid":"client-rid-2","messages":[{"role":"user","content":"x"}]}`},
@@ -217,4 +199,18 @@ func TestRouterPrefillRefused(t *testing.T) {
 	if hits != 2 {
 		t.Fatalf("%s hit %d times (-1: not listed), want 2", want, hits)
 	}
+}
+
+// startTestRouter starts a router in front of stand-in prefill and decode
+// servers (prefill's bootstrap address is its HTTP one), closed with the test.
+func startTestRouter(t *testing.T, prefill, decode *httptest.Server) *engine.Router {
+	t.Helper()
+	host := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
+	rt, err := engine.StartRouter(t.Context(), contract.EngineConfig{}, engine.RouterConfig{
+		PrefillHTTP: host(prefill), DecodeHTTP: host(decode), PrefillBootstrap: host(prefill)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	return rt
 }

@@ -27,6 +27,33 @@ func preset(t testing.TB, name string) sim.Config {
 	return cfg
 }
 
+// passesFixed runs preset name (with nothing skipped, its run length
+// changed by length when non-zero) at seed in the simulator and fails the
+// test unless the fixed engine passes.
+func passesFixed(t *testing.T, name string, seed uint64, length time.Duration, opts sim.Options) sim.Result {
+	t.Helper()
+	sc, err := harness.LoadScenario(name, scenarios.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, sk, err := Config(sc)
+	if err != nil || len(sk) != 0 {
+		t.Fatalf("%s: skipped %v, err %v; want nothing skipped", name, sk, err)
+	}
+	if length > 0 {
+		cfg.Duration = length
+	}
+	r, err := sim.Run(cfg, seed, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Failed != "" {
+		c, _ := r.Checks.Get(r.Failed)
+		t.Fatalf("%s seed %d: fixed engine: %s failed: %s", name, seed, r.Failed, c.Summary)
+	}
+	return r
+}
+
 // The same seed gives a byte-identical trace; another seed another one.
 func TestSameSeedSameTrace(t *testing.T) {
 	t.Parallel()
@@ -73,22 +100,7 @@ func TestSkippedFaultsReported(t *testing.T) {
 // closed connection does, and the fixed engine passes.
 func TestKVChunksSimulated(t *testing.T) {
 	t.Parallel()
-	sc, err := harness.LoadScenario("kv-chunks-out-of-order", scenarios.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, sk, err := Config(sc)
-	if err != nil || len(sk) != 0 {
-		t.Fatalf("kv-chunks-out-of-order: skipped %v, err %v; want nothing skipped", sk, err)
-	}
-	r, err := sim.Run(cfg, 3, sim.Options{Events: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Failed != "" {
-		c, _ := r.Checks.Get(r.Failed)
-		t.Fatalf("fixed engine: %s failed: %s", r.Failed, c.Summary)
-	}
+	r := passesFixed(t, "kv-chunks-out-of-order", 3, 0, sim.Options{Events: true})
 	var windows, effective int
 	for _, ev := range r.Events {
 		if ev.Fault != nil && strings.HasPrefix(ev.Fault.Fault, "kv-chunks@") {
@@ -111,23 +123,7 @@ func TestKVChunksSimulated(t *testing.T) {
 // prefill's leg when decode refuses, and the fixed engine passes.
 func TestRidRetriesSimulated(t *testing.T) {
 	t.Parallel()
-	sc, err := harness.LoadScenario("rid-retries", scenarios.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, sk, err := Config(sc)
-	if err != nil || len(sk) != 0 {
-		t.Fatalf("rid-retries: skipped %v, err %v; want nothing skipped", sk, err)
-	}
-	cfg.Duration = 4 * time.Second
-	r, err := sim.Run(cfg, 2, sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Failed != "" {
-		c, _ := r.Checks.Get(r.Failed)
-		t.Fatalf("fixed engine: %s failed: %s", r.Failed, c.Summary)
-	}
+	r := passesFixed(t, "rid-retries", 2, 4*time.Second, sim.Options{})
 	for _, p := range []contract.ProbeID{contract.ProbePrefillAddDuplicateRid, contract.ProbeDecodeAddDuplicateRid, contract.ProbeRouterDecodeRefused} {
 		if r.Probes[p.String()] == 0 {
 			t.Errorf("probe %s not hit", p)
@@ -139,25 +135,9 @@ func TestRidRetriesSimulated(t *testing.T) {
 // a rid it still holds, in one of seeds 1-3 at least.
 func TestRidRetriesPrefillRefusal(t *testing.T) {
 	t.Parallel()
-	sc, err := harness.LoadScenario("rid-retries", scenarios.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, _, err := Config(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	hit := int64(0)
 	for seed := uint64(1); seed <= 3 && hit == 0; seed++ {
-		r, err := sim.Run(cfg, seed, sim.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Failed != "" {
-			c, _ := r.Checks.Get(r.Failed)
-			t.Fatalf("seed %d: fixed engine: %s failed: %s", seed, r.Failed, c.Summary)
-		}
-		hit += r.Probes[contract.ProbeRouterPrefillRefused.String()]
+		hit += passesFixed(t, "rid-retries", seed, 0, sim.Options{}).Probes[contract.ProbeRouterPrefillRefused.String()]
 	}
 	if hit == 0 {
 		t.Errorf("probe %s not hit in seeds 1-3", contract.ProbeRouterPrefillRefused)
@@ -170,22 +150,7 @@ func TestRidRetriesPrefillRefusal(t *testing.T) {
 // timeouts-explained explains that deadline by prefill's before it.
 func TestKVPoolPressureSimulated(t *testing.T) {
 	t.Parallel()
-	sc, err := harness.LoadScenario("kv-pool-pressure", scenarios.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, sk, err := Config(sc)
-	if err != nil || len(sk) != 0 {
-		t.Fatalf("kv-pool-pressure: skipped %v, err %v; want nothing skipped", sk, err)
-	}
-	r, err := sim.Run(cfg, 1, sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Failed != "" {
-		c, _ := r.Checks.Get(r.Failed)
-		t.Fatalf("fixed engine: %s failed: %s", r.Failed, c.Summary)
-	}
+	r := passesFixed(t, "kv-pool-pressure", 1, 0, sim.Options{})
 	for _, p := range []contract.ProbeID{contract.ProbeDecodePreallocWaitPages, contract.ProbePrefillBootstrapTimeout, contract.ProbeDecodeWaitingTimeout} {
 		if r.Probes[p.String()] == 0 {
 			t.Errorf("probe %s not hit", p)
