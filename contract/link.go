@@ -37,6 +37,13 @@ func ControlLink(rank int) string { return fmt.Sprintf("control/%d", rank) }
 // statuses and ABORT_ACKs prefill sends back.
 func NotifyLink(rank int) string { return fmt.Sprintf("notify/%d", rank) }
 
+// IsNotifyLink reports whether name is a NotifyLink of some rank.
+func IsNotifyLink(name string) bool {
+	var rank int
+	n, err := fmt.Sscanf(name, "notify/%d", &rank)
+	return err == nil && n == 1 && name == NotifyLink(rank)
+}
+
 // KVLink names the prefill→decode KV link of a decode rank.
 func KVLink(rank int) string { return fmt.Sprintf("kv/%d", rank) }
 

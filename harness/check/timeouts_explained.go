@@ -362,7 +362,7 @@ func (v *View) noticeFaultDuring(from, to time.Duration) bool {
 		case faults.LayerClient:
 			continue
 		case faults.LayerNetwork, faults.LayerProtocol:
-			if link := faultLink(f.Fault); link != "" && !strings.HasPrefix(link, "notify/") {
+			if link := faultLink(f.Fault); link != "" && !contract.IsNotifyLink(link) {
 				continue
 			}
 		}
