@@ -9,6 +9,7 @@
 //	pdchaos-mutants --results runs/mutants       all of them
 //	pdchaos-mutants --probes abort,ack --limit 10 those matching, in that order
 //	pdchaos-mutants --render runs/mutants/mutants.json   mutants.md again
+//	pdchaos-mutants --sim 20 --max-runs 23       engine/core mutants in the simulator, seeds 1..20 of every reaching preset
 package main
 
 import (
@@ -45,6 +46,7 @@ func run() int {
 		seed     = flag.Uint64("seed", 1, "seed of every run")
 		maxRuns  = flag.Int("max-runs", 2, "presets run per mutant at most (the one hitting its probe most, then the one where it is the largest share of hits, then by hits); stops at the first catch")
 		timeout  = flag.Duration("run-timeout", 4*time.Minute, "limit of one pdchaos run")
+		simSeeds = flag.Int("sim", 0, "screen in the deterministic simulator instead of live runs: each run explores this many seeds from --seed (engine/core mutants only; a catch is any failing seed)")
 		render   = flag.String("render", "", "write mutants.md again from this mutants.json (into --results) and print its summary")
 	)
 	flag.Parse()
@@ -89,7 +91,11 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "pdchaos-mutants: no mutant matches --probes/--kinds")
 		return 3
 	}
-	opts := mutate.Options{Root: *root, Work: *work, Seed: *seed, MaxRuns: *maxRuns, RunTimeout: *timeout, Log: os.Stderr}
+	opts := mutate.Options{Root: *root, Work: *work, Seed: *seed, MaxRuns: *maxRuns, RunTimeout: *timeout, Log: os.Stderr, SimSeeds: *simSeeds}
+	if *simSeeds < 0 {
+		fmt.Fprintf(os.Stderr, "pdchaos-mutants: --sim %d: want a seed count of 1 or more (0: live runs)\n", *simSeeds)
+		return 3
+	}
 	if opts.Work == "" {
 		d, err := os.MkdirTemp("", "pdchaos-mutants-")
 		if err != nil {

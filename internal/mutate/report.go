@@ -39,6 +39,10 @@ func (r *Report) Summary() string {
 	if n := r.regressionOnly(); n > 0 {
 		fmt.Fprintf(&b, "of the not reached, %d break a regression's own branch (run only with that regression on, never on the fixed engine)\n", n)
 	}
+	if r.SimSeeds > 0 {
+		fmt.Fprintf(&b, "screened in the simulator: seeds %d..%d of each preset run; %d mutants of the I/O layer left out (the simulator runs %s only)\n",
+			r.Seed, r.Seed+uint64(r.SimSeeds)-1, r.NotSimulated, SimulatedDir)
+	}
 	var names []string
 	for n := range c.ByChecker {
 		names = append(names, n)
@@ -57,7 +61,11 @@ func (r *Report) Summary() string {
 // statements each mutant dropped.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Gate mutation self-test (seed %d)\n\n```\n%s```\n\n", r.Seed, r.Summary())
+	if r.SimSeeds > 0 {
+		fmt.Fprintf(&b, "# Mutation screen in the simulator (seeds %d..%d)\n\n```\n%s```\n\n", r.Seed, r.Seed+uint64(r.SimSeeds)-1, r.Summary())
+	} else {
+		fmt.Fprintf(&b, "# Gate mutation self-test (seed %d)\n\n```\n%s```\n\n", r.Seed, r.Summary())
+	}
 	b.WriteString("| probe | place | kind | verdict | checker | preset |\n|---|---|---|---|---|---|\n")
 	for _, o := range r.Outcomes {
 		probe := o.Probe

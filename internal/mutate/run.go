@@ -63,6 +63,12 @@ type Options struct {
 	RunTimeout time.Duration
 	// Log gets one line per step; default io.Discard.
 	Log io.Writer
+	// SimSeeds, when above 0, screens in the deterministic simulator
+	// instead of live runs: every run is `pdchaos sim PRESET --seeds
+	// Seed..Seed+SimSeeds-1`, coverage included, and a mutant is caught
+	// when any seed fails. Only mutants of the code the simulator runs
+	// (Simulated) are evaluated; Run leaves the others out.
+	SimSeeds int
 }
 
 func (o *Options) defaults() error {
@@ -133,8 +139,14 @@ type Outcome struct {
 
 // Report is a whole mutation run.
 type Report struct {
-	Seed     uint64                      `json:"seed"`
-	Coverage map[string]map[string]int64 `json:"coverage"`
+	Seed uint64 `json:"seed"`
+	// SimSeeds is how many simulated seeds each run explored from Seed;
+	// 0 for live runs.
+	SimSeeds int `json:"sim_seeds,omitempty"`
+	// NotSimulated counts the mutants a simulator screen left out: their
+	// code runs live only.
+	NotSimulated int                         `json:"not_simulated,omitempty"`
+	Coverage     map[string]map[string]int64 `json:"coverage"`
 	// CoverageFailures are coverage runs on the fixed engine that did not
 	// pass: a preset that fails unmutated says nothing about a mutant.
 	CoverageFailures []RunResult `json:"coverage_failures,omitempty"`
@@ -155,7 +167,7 @@ func Run(ctx context.Context, opts Options, mutants []Mutant) (*Report, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	rep := &Report{Seed: opts.Seed, Coverage: opts.Coverage, CoverageFailures: opts.CoverageFailures}
+	rep := &Report{Seed: opts.Seed, SimSeeds: opts.SimSeeds, Coverage: opts.Coverage, CoverageFailures: opts.CoverageFailures}
 	dir := filepath.Join(opts.Work, "module")
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("mutate: clear %s: %w", dir, err)
@@ -172,7 +184,7 @@ func Run(ctx context.Context, opts Options, mutants []Mutant) (*Report, error) {
 		rep.Coverage = map[string]map[string]int64{}
 		for _, p := range opts.Presets {
 			fmt.Fprintf(opts.Log, "coverage: %s seed %d\n", p, opts.Seed)
-			r := runPreset(ctx, opts, bin, dir, filepath.Join(opts.Work, "coverage"), p, nil)
+			r := opts.run(ctx, bin, dir, filepath.Join(opts.Work, "coverage"), p, nil)
 			rep.Coverage[p] = r.Probes
 			if r.ExitCode != 0 {
 				rep.CoverageFailures = append(rep.CoverageFailures, r)
@@ -185,6 +197,10 @@ func Run(ctx context.Context, opts Options, mutants []Mutant) (*Report, error) {
 	for _, m := range mutants {
 		if err := ctx.Err(); err != nil {
 			return rep, err
+		}
+		if opts.SimSeeds > 0 && !Simulated(m) {
+			rep.NotSimulated++
+			continue
 		}
 		o := evaluate(ctx, opts, rep.Coverage, dir, m)
 		if err := ctx.Err(); err != nil {
@@ -231,7 +247,7 @@ func evaluate(ctx context.Context, opts Options, cov map[string]map[string]int64
 	var hits int64
 	inconclusive := false
 	for _, p := range presets {
-		r := runPreset(ctx, opts, bin, dir, filepath.Join(opts.Work, "runs", safe(m.ID())), p, probes)
+		r := opts.run(ctx, bin, dir, filepath.Join(opts.Work, "runs", safe(m.ID())), p, probes)
 		o.Runs = append(o.Runs, r)
 		hits += r.Hits
 		switch {
@@ -255,6 +271,14 @@ func evaluate(ctx context.Context, opts Options, cov map[string]map[string]int64
 		o.Verdict = Missed
 	}
 	return o
+}
+
+// run is one preset's run against bin: live, or SimSeeds simulated seeds.
+func (o Options) run(ctx context.Context, bin, dir, under, preset string, probes []string) RunResult {
+	if o.SimSeeds > 0 {
+		return runSim(ctx, o, bin, dir, preset, probes)
+	}
+	return runPreset(ctx, o, bin, dir, under, preset, probes)
 }
 
 // reaching lists the presets whose coverage run hit any of probes: first
