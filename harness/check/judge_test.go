@@ -360,14 +360,15 @@ func TestIntegrityGarbledRefused(t *testing.T) {
 }
 
 // TestRevivedRooms: a rank's Failed is final until that rank clears the
-// room; any other status after it is a revival, on either side.
+// room; any other status after it is a revival, on either side. On
+// prefill, so is any other status after the client's abort was recorded.
 func TestRevivedRooms(t *testing.T) {
 	t.Parallel()
 	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	ev := func(ms, rank int, kind, state string) contract.Event {
 		return contract.Event{At: base.Add(time.Duration(ms) * time.Millisecond), Rank: rank, Kind: kind, State: state, Detail: "w: why"}
 	}
-	st := contract.RoomEventStatus
+	st, ab := contract.RoomEventStatus, EventAbortRequest
 	recs := map[string]map[uint64]contract.RoomRecord{
 		contract.SidePrefill: {
 			// Failed, then a worker's Transferring: revived.
@@ -376,15 +377,28 @@ func TestRevivedRooms(t *testing.T) {
 			2: {Room: 2, Events: []contract.Event{ev(0, 0, st, contract.StateFailed), ev(5, 0, contract.RoomEventClear, ""), ev(9, 0, st, contract.StateBootstrapping)}},
 			// Failed on rank 1 only; rank 0 goes on: no revival.
 			3: {Room: 3, Events: []contract.Event{ev(0, 1, st, contract.StateFailed), ev(3, 0, st, contract.StateSuccess), ev(4, 1, st, contract.StateFailed)}},
+			// The client's abort recorded, every rank Failed with it: no revival.
+			5: {Room: 5, Events: []contract.Event{ev(0, 0, st, contract.StateBootstrapping), ev(0, 1, st, contract.StateBootstrapping),
+				ev(7, 0, ab, ""), ev(7, 0, st, contract.StateFailed), ev(7, 1, st, contract.StateFailed)}},
+			// The client's abort recorded, then rank 1 transfers: the abort was lost.
+			6: {Room: 6, Events: []contract.Event{ev(0, 0, st, contract.StateBootstrapping), ev(0, 1, st, contract.StateBootstrapping),
+				ev(7, 0, ab, ""), ev(9, 1, st, contract.StateTransferring)}},
+			// The client left after the room ended: noted on the cleared room, then the room reused.
+			7: {Room: 7, Events: []contract.Event{ev(0, 0, st, contract.StateSuccess), ev(1, 0, contract.RoomEventClear, ""),
+				ev(2, 0, ab, ""), ev(3, 0, st, contract.StateBootstrapping)}},
 		},
 		contract.SideDecode: {
 			// Out of order in the record, in order in time: revived.
 			4: {Room: 4, Events: []contract.Event{ev(30, 0, st, contract.StateSuccess), ev(10, 0, st, contract.StateFailed)}},
+			// Decode applies a client's abort at its next step, which may
+			// find the last chunk in: Success after the abort is no revival.
+			8: {Room: 8, Events: []contract.Event{ev(0, 0, st, contract.StateTransferring), ev(5, 0, ab, ""), ev(6, 0, st, contract.StateSuccess)}},
 		},
 	}
 	got := revivedRooms(recs)
-	if len(got) != 2 || !strings.HasPrefix(got[0], "room 4 on decode rank 0: Failed at") || !strings.Contains(got[0], "then Success") ||
-		!strings.HasPrefix(got[1], "room 1 on prefill rank 0: Failed at") || !strings.Contains(got[1], "then Transferring") {
-		t.Fatalf("revived: %q; want rooms 4 (decode) and 1 (prefill)", got)
+	if len(got) != 3 || !strings.HasPrefix(got[0], "room 4 on decode rank 0: Failed at") || !strings.Contains(got[0], "then Success") ||
+		!strings.HasPrefix(got[1], "room 1 on prefill rank 0: Failed at") || !strings.Contains(got[1], "then Transferring") ||
+		!strings.HasPrefix(got[2], "room 6 on prefill rank 1: the client's abort recorded at") || !strings.Contains(got[2], "then Transferring") {
+		t.Fatalf("revived: %q; want rooms 4 (decode), 1 and 6 (prefill)", got)
 	}
 }

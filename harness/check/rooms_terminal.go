@@ -46,7 +46,7 @@ func checkRoomsTerminal(v *View) CheckResult {
 	ev["rooms_revived"] = int64(len(revived))
 	switch {
 	case len(revived) > 0:
-		r := result(contract.CheckRoomsTerminal, Fail, ev, "%d rooms left Failed without being cleared first (Failed is final): %s",
+		r := result(contract.CheckRoomsTerminal, Fail, ev, "%d rooms left Failed, or went on after the client's abort, without being cleared first (Failed is final): %s",
 			len(revived), joinLimit(revived, 2))
 		r.Details = revived
 		return r
@@ -64,16 +64,37 @@ func checkRoomsTerminal(v *View) CheckResult {
 // final: a write that revives a failed room (a transfer worker finishing
 // late, a sender merging over it) is how status-resurrection and
 // abort-before-status lose an abort, whatever way the room then ends.
+// On prefill a room also counts as revived when, after the client's abort
+// was recorded on it, some rank moves on to a state other than Failed: a
+// local abort fails every rank at once, so anything else means the abort
+// was lost (the upstream race in which a sender's status update overwrites
+// the abort's).
 func revivedRooms(recs map[string]map[uint64]contract.RoomRecord) []string {
 	var out []string
 	for _, role := range slices.Sorted(maps.Keys(recs)) {
 		for _, id := range sortedRooms(recs[role]) {
 			failed := map[int]contract.Event{}
+			// held: ranks with a status since their last clear. abort: the
+			// client's abort prefill recorded while it held the room; every
+			// rank is Failed from that moment (prefill applies a local
+			// abort at once, unlike decode, whose next step may find the
+			// last chunk already in and the request decoding).
+			held := map[int]bool{}
+			var abort *contract.Event
 			for _, e := range sortedEvents(recs[role][id].Events) {
 				switch e.Kind {
 				case contract.RoomEventClear:
 					delete(failed, e.Rank)
+					delete(held, e.Rank)
+					if len(held) == 0 {
+						abort = nil
+					}
+				case EventAbortRequest:
+					if role == contract.SidePrefill && abort == nil && held[e.Rank] {
+						abort = &e
+					}
 				case contract.RoomEventStatus:
+					held[e.Rank] = true
 					if e.State == contract.StateFailed {
 						if _, ok := failed[e.Rank]; !ok {
 							failed[e.Rank] = e
@@ -84,6 +105,10 @@ func revivedRooms(recs map[string]map[uint64]contract.RoomRecord) []string {
 						out = append(out, fmt.Sprintf("room %d on %s rank %d: Failed at %s (%s), then %s (%s)", id, role, e.Rank,
 							f.At.Format("15:04:05.000"), f.Detail, e.State, e.Detail))
 						delete(failed, e.Rank)
+					} else if abort != nil {
+						out = append(out, fmt.Sprintf("room %d on %s rank %d: the client's abort recorded at %s (%s), then %s (%s)", id, role, e.Rank,
+							abort.At.Format("15:04:05.000"), abort.Detail, e.State, e.Detail))
+						abort = nil
 					}
 				}
 			}
