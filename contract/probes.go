@@ -24,6 +24,7 @@ const (
 	ProbePrefillRegistrationDuplicate
 	ProbePrefillDecodeRestarted
 	ProbePrefillMetadataAfterAbort
+	ProbePrefillMetadataAfterFailure
 	ProbePrefillMetadataUnknownAgent
 	ProbePrefillMetadataDuplicate
 	ProbePrefillMetadataBeforeRequest
@@ -265,6 +266,7 @@ func probeTable() []Probe {
 		pp(ProbePrefillRegistrationDuplicate, "prefill/registration-duplicate", "a registration for an agent already registered is ignored (first wins)"),
 		pp(ProbePrefillDecodeRestarted, "prefill/decode-restarted", "a new agent registered at the notify address of another: decode restarted under a new name"),
 		pp(ProbePrefillMetadataAfterAbort, "prefill/metadata-after-abort", "TransferInfo for a room decode already aborted (tombstoned) is ignored"),
+		pp(ProbePrefillMetadataAfterFailure, "prefill/metadata-after-failure", "TransferInfo for a room prefill failed and cleared before it arrived (the client's abort came first) is answered Failed at once, not left to decode's waiting timeout"),
 		pp(ProbePrefillMetadataUnknownAgent, "prefill/metadata-unknown-agent", "TransferInfo from an agent that never registered is refused"),
 		pp(ProbePrefillMetadataDuplicate, "prefill/metadata-duplicate", "a second TransferInfo for a room replaces the first"),
 		pp(ProbePrefillMetadataBeforeRequest, "prefill/metadata-before-request", "TransferInfo arrived before prefill's request for the room: the room is opened by decode's message"),

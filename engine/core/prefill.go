@@ -121,7 +121,12 @@ type prefillRank struct {
 	posted      map[int][]*Chunk // chunks held with held[w], same room (WorkerBeginPosted)
 	pendingAck  map[uint64]Abort
 	pendingFail map[uint64]Outbound
-	dead        bool
+	// unnoticed holds rooms prefill failed and cleared before decode's
+	// TransferInfo reached this rank, by when: decode, which registered
+	// for the room after, would otherwise wait for it to its waiting
+	// timeout. The metadata, when it comes, is answered Failed.
+	unnoticed map[uint64]time.Time
+	dead      bool
 }
 
 // Prefill is the prefill side's scheduler, bootstrap-loop and transfer-worker
@@ -171,6 +176,7 @@ func NewPrefill(cfg PrefillConfig, hist *History) *Prefill {
 			posted:      map[int][]*Chunk{},
 			pendingAck:  map[uint64]Abort{},
 			pendingFail: map[uint64]Outbound{},
+			unnoticed:   map[uint64]time.Time{},
 		})
 	}
 	return p
@@ -283,6 +289,18 @@ func (p *Prefill) onRegistration(rank int, reg Registration) {
 
 func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata) error {
 	r := p.ranks[rank]
+	if _, failed := r.unnoticed[m.Room]; failed && !r.status.Has(m.Room) {
+		if _, owned := p.byRoom[m.Room]; !owned {
+			// The room failed here before decode registered for it (the
+			// client's abort reached prefill first, a bootstrap deadline):
+			// tell decode now rather than leave it to its waiting timeout.
+			p.probes.Hit(contract.ProbePrefillMetadataAfterFailure)
+			delete(r.unnoticed, m.Room)
+			p.out = append(p.out, Outbound{Rank: rank, To: notifyAddr(m), Frames: p.wire.Status(m.Room, Failed, rank, "failed before its metadata arrived")})
+			p.hist.NoteEnded(now, m.Room, "prefill", rank, contract.RoomEventFailNotice, "Failed status sent to decode: the room failed before its metadata arrived")
+			return nil
+		}
+	}
 	if _, owned := p.byRoom[m.Room]; !owned && !r.status.Has(m.Room) && r.status.isTombstoned(m.Room) {
 		// Metadata for a room decode already aborted: keep nothing, or the
 		// room would be reopened just to be swept later.

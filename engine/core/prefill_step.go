@@ -48,6 +48,9 @@ func (p *Prefill) clear(now time.Time, req *PrefillReq, final KVPoll, why string
 				p.hist.Note(now, req.Room, "prefill", rank, contract.RoomEventFailNotice, "Failed status sent to decode: "+why)
 			}
 		}
+		if _, ok := r.infos[req.Room]; !ok && final == Failed && p.backstops() {
+			r.unnoticed[req.Room] = now
+		}
 		delete(r.infos, req.Room)
 		r.status.Clear(now, req.Room, why)
 	}
@@ -191,6 +194,13 @@ func (p *Prefill) sweep(now time.Time) {
 			}
 		}
 		r.status.ExpireTombstones(now, 4*p.cfg.BootstrapTimeout)
+		for room, at := range r.unnoticed {
+			// Decode's metadata follows its request within a bootstrap
+			// timeout, or decode has failed the room itself by then.
+			if now.Sub(at) > 4*p.cfg.BootstrapTimeout {
+				delete(r.unnoticed, room)
+			}
+		}
 	}
 }
 

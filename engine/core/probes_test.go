@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -121,6 +122,26 @@ func failBeforeForward(r *rig) {
 	fin, _ := r.p.Forward(r.now)
 	for _, f := range fin {
 		r.pfin[f.Rid] = append(r.pfin[f.Rid], f.Err)
+	}
+	r.finish()
+}
+
+// abortBeforeMetadata: the client's abort reaches prefill, which fails and
+// clears the room, before decode has even taken the request (an
+// abort_request to both engines, prefill's first); decode's metadata then
+// gets a Failed answer at once instead of leaving decode to its waiting
+// timeout.
+func abortBeforeMetadata(r *rig) {
+	r.addP("g", 73, prompt(73, 40))
+	r.abortP("g")
+	r.stepP()
+	r.addD("g", 73, prompt(73, 40), 4)
+	r.stepD()
+	r.deliverControl()
+	r.deliverNotices()
+	r.stepD()
+	if got := r.dfin["g"]; len(got) != 1 || !errors.Is(got[0], ErrDecodeFailed) {
+		r.t.Errorf("decode finished %v after prefill's Failed answer, want one ErrDecodeFailed at once", got)
 	}
 	r.finish()
 }
@@ -289,6 +310,7 @@ func probeCases() []probeCase {
 			"prefill/local-abort-unknown", "decode/abort-unknown-rid"}},
 		{"orphans", rigOpts{}, orphanMetadata, []string{"prefill/orphan-info-swept", "prefill/abort-unknown-room", "prefill/metadata-after-abort", "prefill/tombstone-expired"}},
 		{"failed-before-forward", rigOpts{}, failBeforeForward, []string{"prefill/failed-before-forward", "prefill/local-abort"}},
+		{"abort-before-metadata", rigOpts{}, abortBeforeMetadata, []string{"prefill/metadata-after-failure", "decode/fail-notice"}},
 		{"tp2-duplicate-ack", rigOpts{ranks: 2}, twoRanksDoubleAck, []string{"decode/ack-duplicate", "decode/ack-frees-pages"}},
 		// Regression branches: each regression's own probes move.
 		{"abort-before-status", rigOpts{reg: reg(contract.AbortBeforeStatus)}, func(r *rig) { scriptAbortBeforeAdd(r); scriptMetaThenAbort(r) },
