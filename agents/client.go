@@ -73,13 +73,15 @@ func failureOf(err error) outcome.Failure {
 
 // caller sends streamed chat completions and turns each into one Outcome.
 type caller struct {
-	client   *http.Client
-	url      string
-	base     time.Time
-	hang     time.Duration
-	check    CheckFunc
-	counters *Counters
-	sink     Sink
+	client *http.Client
+	url    string
+	// abortURLs are the engines' /abort_request URLs (Config.AbortURLs).
+	abortURLs []string
+	base      time.Time
+	hang      time.Duration
+	check     CheckFunc
+	counters  *Counters
+	sink      Sink
 }
 
 // do sends one request shaped by d and returns its outcome (already counted
@@ -95,8 +97,19 @@ func (c *caller) do(ctx context.Context, d Decision, msgs []model.Message, body 
 	defer cancel(nil)
 	hang := time.AfterFunc(c.hang, func() { cancel(causeHung) })
 	defer hang.Stop()
+	// A cancel by abort_request runs beside the stream, which is read on
+	// to its end; do returns only once the abort's POSTs are done.
+	var ab *abortCall
+	if d.AbortRequest && len(c.abortURLs) > 0 {
+		ab = &abortCall{caller: c, rid: d.Rid, stop: make(chan struct{})}
+		defer ab.wait()
+	}
 	switch d.Cancel {
 	case outcome.CancelQueued:
+		if ab != nil {
+			ab.after(ctx, d.CancelDelay)
+			break
+		}
 		t := time.AfterFunc(d.CancelDelay, func() { cancel(causeCancel) })
 		defer t.Stop()
 	case outcome.CancelDeadline:
@@ -104,14 +117,44 @@ func (c *caller) do(ctx context.Context, d Decision, msgs []model.Message, body 
 		defer t.Stop()
 	}
 	cancelAfter := 0
+	atCancel := func() error { cancel(causeCancel); return causeCancel }
 	if d.Cancel == outcome.CancelDecode {
 		cancelAfter = d.CancelAfter
+		if ab != nil {
+			atCancel = func() error { ab.after(ctx, 0); return nil }
+		}
 	}
 
 	var st stream
-	err := c.send(rctx, &o, body, &st, cancelAfter, cancel)
+	err := c.send(rctx, &o, body, &st, cancelAfter, atCancel)
 	o.End = time.Since(c.base)
 	st.timings(&o, sent)
+	if ab != nil {
+		ab.stopWaiting()
+		if at, wall, ok := ab.sentAt(); ok && (err == nil || rctx.Err() == nil) {
+			// The client's abort went out: the answer that followed, any
+			// way it ended, is that cancel's result.
+			o.Kind, o.Reason, o.AbortSent = outcome.KindCancelled, outcome.ReasonAbortRequest, at
+			o.Phase = outcome.PhaseQueued
+			if st.tokens > 0 && st.first.Before(wall) {
+				o.Phase = outcome.PhaseDecode
+			}
+			switch f := failureOf(err); {
+			case err == nil:
+				o.AnswerAfterAbort = outcome.AnswerCompleted
+				applyCheck(&o, c.check, msgs, st.answer.String())
+			case f.WellFormed():
+				o.AnswerAfterAbort, o.Message, o.Failure = outcome.AnswerError, err.Error(), f
+			default:
+				o.AnswerAfterAbort, o.Message, o.Failure = outcome.AnswerBroken, err.Error(), f
+			}
+			c.counters.end(&o)
+			if c.sink != nil {
+				c.sink(o)
+			}
+			return o, ""
+		}
+	}
 	switch {
 	case err == nil:
 		o.Kind = outcome.KindCompleted
@@ -157,7 +200,7 @@ func (c *caller) doRetrying(ctx context.Context, d Decision, msgs []model.Messag
 // send posts body and reads the event stream into st; nil means [DONE] was
 // read. It sets o.Status and the room from the response.
 func (c *caller) send(ctx context.Context, o *outcome.Outcome, body []byte, st *stream,
-	cancelAfter int, cancel context.CancelCauseFunc) error {
+	cancelAfter int, atCancel func() error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("build request: %w", err)
@@ -183,7 +226,7 @@ func (c *caller) send(ctx context.Context, o *outcome.Outcome, body []byte, st *
 		}
 		return failure(kind, "status %d: %s", resp.StatusCode, msg)
 	}
-	if err := st.read(resp.Body, cancelAfter, cancel); err != nil {
+	if err := st.read(resp.Body, cancelAfter, atCancel); err != nil {
 		return err
 	}
 	// Let the connection be reused: read the chunked terminator.
@@ -236,9 +279,10 @@ type stream struct {
 	maxGap      time.Duration
 }
 
-// read consumes SSE events until [DONE] (nil), an error event, a truncated
-// stream, or cancelAfter tokens (then it cancels with causeCancel).
-func (st *stream) read(body io.Reader, cancelAfter int, cancel context.CancelCauseFunc) error {
+// read consumes SSE events until [DONE] (nil), an error event or a
+// truncated stream. At cancelAfter tokens it calls atCancel once and stops
+// with its error, or reads on when it returns nil.
+func (st *stream) read(body io.Reader, cancelAfter int, atCancel func() error) error {
 	events := sse.NewReader(body, 0)
 	for {
 		payload, err := events.Next()
@@ -266,8 +310,10 @@ func (st *stream) read(body io.Reader, cancelAfter int, cancel context.CancelCau
 			}
 		}
 		if cancelAfter > 0 && st.tokens >= cancelAfter {
-			cancel(causeCancel)
-			return causeCancel
+			cancelAfter = 0
+			if err := atCancel(); err != nil {
+				return err
+			}
 		}
 	}
 }

@@ -460,3 +460,84 @@ func TestBurst80KillAllAgainstEngine(t *testing.T) {
 	reportProblems(t, st, outs)
 	freshAnswer(t, c)
 }
+
+// TestAbortRequestCancelsAgainstEngine: cancels made by POST
+// /abort_request {"rid"} to both engines, the connection kept open, end
+// each answer soon after (an abort, or the whole answer when the abort
+// raced its end), reach both engines' endpoints, and leave the engine
+// drained.
+func TestAbortRequestCancelsAgainstEngine(t *testing.T) {
+	testkit.NoLeaks(t)
+	c := testcluster.Start(t, engineConfig)
+	o := agents.Options{Agents: 6, Duration: 3 * time.Second, SystemPromptWords: 500, MaxTokens: 96, ThinkTime: 50 * time.Millisecond,
+		CancelQueuedRate: 0.3, CancelQueuedDelay: 100 * time.Millisecond, CancelDecodeRate: 0.5, AbortRequestRate: 1,
+		HangTimeout: 15 * time.Second}
+	var urls []string
+	for _, b := range c.EngineURLs() {
+		urls = append(urls, agents.AbortURL(b))
+	}
+	rec := &outcomes{}
+	s, err := agents.New(agents.Config{Endpoint: c.Endpoint(), Seed: 7, Options: o, Sink: rec.sink, Check: agents.ModelCheck, AbortURLs: urls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitStopped(t, s, o.Duration+20*time.Second)
+	drain(t, c)
+
+	aborted := map[string]int{}
+	for _, out := range rec.list() {
+		if out.Reason != outcome.ReasonAbortRequest {
+			continue
+		}
+		aborted[out.AnswerAfterAbort]++
+		switch {
+		case out.Kind != outcome.KindCancelled || out.Rid == "" || out.AbortSent <= out.Start:
+			t.Errorf("abort_request cancel malformed: %+v", out)
+		case out.AnswerAfterAbort == outcome.AnswerBroken:
+			t.Errorf("the answer after an abort_request was broken (want an error or the whole answer): %+v", out)
+		case out.End-out.AbortSent > 5*time.Second:
+			t.Errorf("the answer ended %v after its abort_request: %+v", out.End-out.AbortSent, out)
+		case out.AnswerAfterAbort == outcome.AnswerCompleted && out.Integrity != "":
+			t.Errorf("a whole answer after an abort_request is wrong: %s", out.Integrity)
+		}
+	}
+	if aborted[outcome.AnswerError] == 0 {
+		t.Errorf("no abort_request ended its answer with the engine's abort: %v", aborted)
+	}
+	for _, base := range c.EngineURLs() {
+		p, err := testkit.Probes(t.Context(), base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range p.Probes {
+			if strings.HasSuffix(h.Name, "/abort-endpoint") && h.Hits == 0 {
+				t.Errorf("%s: /abort_request never reached (probe %s unhit)", p.Role, h.Name)
+			}
+		}
+	}
+	t.Logf("abort_request cancels by how the answer ended: %v", aborted)
+}
+
+// An abort_request rate needs engine URLs, and each must be an http URL.
+func TestAbortRequestNeedsEngineURLs(t *testing.T) {
+	o := agents.Options{Agents: 1, CancelDecodeRate: 0.5, AbortRequestRate: 0.5}
+	for _, tc := range []struct {
+		urls []string
+		say  string
+	}{
+		{nil, "abort_request_rate 0.5: no engine URL"},
+		{[]string{"127.0.0.1:3000/abort_request"}, `abort URL "127.0.0.1:3000/abort_request": not an http(s) URL`},
+	} {
+		_, err := agents.New(agents.Config{Endpoint: "http://127.0.0.1:1", Options: o, AbortURLs: tc.urls})
+		if err == nil || !strings.Contains(err.Error(), tc.say) {
+			t.Errorf("urls %v: error %v, want one saying %q", tc.urls, err, tc.say)
+		}
+	}
+	if _, err := agents.New(agents.Config{Endpoint: "http://127.0.0.1:1", Options: agents.Options{Agents: 1, AbortRequestRate: 0.5}}); err == nil ||
+		!strings.Contains(err.Error(), "cancel_queued_rate and cancel_decode_rate are 0") {
+		t.Errorf("abort_request_rate without cancels: %v", err)
+	}
+}

@@ -97,6 +97,14 @@ type Options struct {
 	// refuse the copy while it still holds the first (a duplicate rid) or
 	// serve it, and never confuse the two. 0 sends no rid at all.
 	RetrySameRidRate float64 `json:"retry_same_rid_rate,omitempty" yaml:"retry_same_rid_rate,omitempty"`
+	// AbortRequestRate is the probability that a queued or decode cancel
+	// (one not retried) is made the way SGLang's own tests and tools do it:
+	// POST /abort_request {"rid"} to every engine (a gateway has no such
+	// route), the connection kept open and the answer read to its end,
+	// which must then come soon (an abort, or the answer when the cancel
+	// raced its last token). The request carries a rid. Needs the engines'
+	// URLs (Config.AbortURLs). 0 cancels by closing the connection only.
+	AbortRequestRate float64 `json:"abort_request_rate,omitempty" yaml:"abort_request_rate,omitempty"`
 	// HangTimeout reports a request hung when it has not ended this long
 	// after it was sent; 0 means DefaultHangTimeout.
 	HangTimeout time.Duration `json:"hang_timeout,omitempty" yaml:"hang_timeout,omitempty"`
@@ -158,7 +166,7 @@ func (o Options) Validate() error {
 	}{
 		{"sub_request_rate", o.SubRequestRate}, {"cancel_queued_rate", o.CancelQueuedRate},
 		{"cancel_decode_rate", o.CancelDecodeRate}, {"deadline_rate", o.DeadlineRate},
-		{"retry_same_rid_rate", o.RetrySameRidRate},
+		{"retry_same_rid_rate", o.RetrySameRidRate}, {"abort_request_rate", o.AbortRequestRate},
 	} {
 		if !(f.v >= 0 && f.v <= 1) {
 			return fmt.Errorf("agents option %s: %v is not a probability in [0, 1]", f.name, f.v)
@@ -190,6 +198,9 @@ func (o Options) Validate() error {
 	}
 	if o.RetrySameRidRate > 0 && o.CancelQueuedRate == 0 {
 		return fmt.Errorf("agents option retry_same_rid_rate: retries follow queued cancels, and cancel_queued_rate is 0")
+	}
+	if o.AbortRequestRate > 0 && o.CancelQueuedRate+o.CancelDecodeRate == 0 {
+		return fmt.Errorf("agents option abort_request_rate: it chooses how queued and decode cancels are made, and cancel_queued_rate and cancel_decode_rate are 0")
 	}
 	if o.CancelDecodeRate > 0 && o.MaxTokens == 1 {
 		return fmt.Errorf("agents option max_tokens: must be >= 2 when cancel_decode_rate > 0")

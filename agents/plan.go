@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -49,6 +50,10 @@ type Decision struct {
 	// is sent again with the same rid at once after its queued cancel.
 	Rid   string `json:"rid,omitempty"`
 	Retry bool   `json:"retry,omitempty"`
+	// AbortRequest makes the queued or decode cancel a POST
+	// /abort_request {"rid": Rid} to every engine instead of closing the
+	// connection.
+	AbortRequest bool `json:"abort_request,omitempty"`
 	// resent marks the second send of a Retry decision.
 	resent bool
 }
@@ -111,6 +116,12 @@ func (p *planner) next() []Decision {
 		// stay as they were.
 		if d.Cancel == outcome.CancelQueued && p.o.RetrySameRidRate > 0 && p.rng.Float64() < p.o.RetrySameRidRate {
 			d.Retry, d.Rid = true, "pdchaos-"+strconv.FormatUint(d.PromptSeed, 16)
+		}
+		if (d.Cancel == outcome.CancelQueued || d.Cancel == outcome.CancelDecode) && !d.Retry &&
+			p.o.AbortRequestRate > 0 && p.rng.Float64() < p.o.AbortRequestRate {
+			// Fixed width: SGLang's scheduler aborts every rid that starts
+			// with the one given, so no rid may be another's prefix.
+			d.AbortRequest, d.Rid = true, fmt.Sprintf("pdchaos-abort-%016x", d.PromptSeed)
 		}
 		if sub == 0 && p.o.ThinkTime > 0 {
 			d.Think = uniform(p.rng, 0, 2*p.o.ThinkTime)

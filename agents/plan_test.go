@@ -95,6 +95,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"decode cancel of one token", Options{MaxTokens: 1, CancelDecodeRate: 0.1}, "max_tokens"},
 		{"retry rate above one", Options{CancelQueuedRate: 0.1, RetrySameRidRate: 2}, "retry_same_rid_rate"},
 		{"retries with no queued cancels", Options{CancelDecodeRate: 0.1, RetrySameRidRate: 0.5}, "retry_same_rid_rate"},
+		{"abort_request rate above one", Options{CancelDecodeRate: 0.1, AbortRequestRate: 1.5}, "abort_request_rate"},
+		{"abort_requests with no cancels", Options{DeadlineRate: 0.1, Deadline: time.Second, AbortRequestRate: 0.5}, "abort_request_rate"},
 	} {
 		err := tc.o.Validate()
 		switch {
@@ -125,6 +127,45 @@ func TestConvoBounded(t *testing.T) {
 	}
 	if msgs := c.messages(); msgs[0].Role != "system" || len(msgs) != 1+len(c.entries) {
 		t.Fatalf("messages: %+v", msgs)
+	}
+}
+
+// Cancels by abort_request are drawn only when asked for, only for queued
+// and decode cancels that are not retried, each with a fixed-width rid no
+// other rid starts with (SGLang aborts every rid with the given prefix).
+func TestPlanAbortRequest(t *testing.T) {
+	t.Parallel()
+	o, err := Preset(PresetOpenCode30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, plain := Plan(3, o, 0, 0, 300)
+	for _, d := range plain {
+		if d.AbortRequest || d.Rid != "" {
+			t.Fatalf("abort_request or rid drawn with abort_request_rate 0: %+v", d)
+		}
+	}
+	o.AbortRequestRate = 0.5
+	_, ds := Plan(3, o, 0, 0, 300)
+	var rids []string
+	for _, d := range ds {
+		if !d.AbortRequest {
+			continue
+		}
+		if d.Cancel != outcome.CancelQueued && d.Cancel != outcome.CancelDecode || d.Retry || len(d.Rid) != len("pdchaos-abort-")+16 {
+			t.Fatalf("abort_request on %+v", d)
+		}
+		rids = append(rids, d.Rid)
+	}
+	if len(rids) == 0 {
+		t.Fatal("no abort_request drawn at rate 0.5")
+	}
+	for _, a := range rids {
+		for _, b := range rids {
+			if a != b && strings.HasPrefix(b, a) {
+				t.Fatalf("rid %q is a prefix of %q", a, b)
+			}
+		}
 	}
 }
 

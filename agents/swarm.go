@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,11 @@ type Config struct {
 	Sink Sink
 	// Check, when set, checks every completed answer (see ModelCheck).
 	Check CheckFunc
+	// AbortURLs are the engines' /abort_request URLs (AbortURL of each
+	// engine's base URL: prefill's and decode's, never the router's), for
+	// cancels Options.AbortRequestRate makes by abort_request; required
+	// when that rate is above 0.
+	AbortURLs []string
 	// Client, when set, is used for every request and left open; when nil
 	// the swarm uses its own transport and closes it when it stops.
 	Client *http.Client
@@ -76,6 +82,14 @@ func New(cfg Config) (*Swarm, error) {
 	if cfg.Endpoint == "" {
 		return nil, errors.New("new agent swarm: endpoint is empty")
 	}
+	if o.AbortRequestRate > 0 && len(cfg.AbortURLs) == 0 {
+		return nil, fmt.Errorf("new agent swarm: agents option abort_request_rate %v: no engine URL to send /abort_request to (the target names none)", o.AbortRequestRate)
+	}
+	for _, u := range cfg.AbortURLs {
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return nil, fmt.Errorf("new agent swarm: abort URL %q: not an http(s) URL", u)
+		}
+	}
 	if cfg.Model == "" {
 		cfg.Model = "pdchaos"
 	}
@@ -91,7 +105,7 @@ func New(cfg Config) (*Swarm, error) {
 		s.transport = newTransport(o.Agents * (1 + o.MaxSubRequests))
 		client = &http.Client{Transport: s.transport}
 	}
-	s.caller = caller{client: client, url: strings.TrimRight(cfg.Endpoint, "/") + contract.PathChatCompletions,
+	s.caller = caller{client: client, url: strings.TrimRight(cfg.Endpoint, "/") + contract.PathChatCompletions, abortURLs: cfg.AbortURLs,
 		base: cfg.Base, hang: o.HangTimeout, check: cfg.Check, counters: &s.counters, sink: cfg.Sink}
 	return s, nil
 }

@@ -266,8 +266,14 @@ func (r *runner) execute(ctx context.Context, res *Result) (herr error) {
 		answers = agents.ModelCheck
 	}
 	sink := func(out outcome.Outcome) { r.log.Add(check.Event{T: out.End, Type: check.EvOutcome, Outcome: &out}) }
+	var abortURLs []string
+	if opts.AbortRequestRate > 0 {
+		for _, b := range target.EngineBases(t) {
+			abortURLs = append(abortURLs, agents.AbortURL(b))
+		}
+	}
 	r.swarm, err = agents.New(agents.Config{Endpoint: t.Endpoint(), Model: cfg.Model, Seed: r.seed, Options: opts,
-		Base: r.base, Sink: sink, Check: answers})
+		Base: r.base, Sink: sink, Check: answers, AbortURLs: abortURLs})
 	if err != nil {
 		return fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}

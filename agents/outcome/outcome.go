@@ -37,6 +37,10 @@ const (
 	ReasonKill     Reason = "kill"
 	ReasonKillAll  Reason = "kill-all"
 	ReasonStop     Reason = "stop"
+	// ReasonAbortRequest: the client cancelled by POST /abort_request
+	// {"rid"} to every engine (SGLang's abort endpoint) and kept reading
+	// its answer, instead of closing the connection.
+	ReasonAbortRequest Reason = "abort-request"
 )
 
 // Source tells agent requests from open-loop requests in one outcome stream.
@@ -94,6 +98,13 @@ type Outcome struct {
 	// written before it, and where the client does not classify).
 	Failure Failure `json:"failure,omitempty"`
 
+	// AbortSent is, for a cancel by abort_request (Reason
+	// ReasonAbortRequest), when the client sent it; End is then when the
+	// answer ended after it and AnswerAfterAbort how: AnswerCompleted,
+	// AnswerError or AnswerBroken.
+	AbortSent        time.Duration `json:"abort_sent,omitempty"`
+	AnswerAfterAbort string        `json:"answer_after_abort,omitempty"`
+
 	// Room is the router's X-PD-Bootstrap-Room, when HasRoom.
 	Room    uint64 `json:"room,omitempty"`
 	HasRoom bool   `json:"has_room,omitempty"`
@@ -103,6 +114,22 @@ type Outcome struct {
 	Integrity string `json:"integrity,omitempty"`
 	Expected  string `json:"expected,omitempty"`
 	Got       string `json:"got,omitempty"`
+}
+
+// How an answer ended after the client's abort_request.
+const (
+	AnswerCompleted = "completed" // it ran to its finish: the abort found nothing to abort, or was ignored
+	AnswerError     = "error"     // an error status or event: the engine's abort
+	AnswerBroken    = "broken"    // cut, truncated or undecodable
+)
+
+// CancelledAt is when the client cancelled: when it sent its
+// abort_request, or else when it gave up (End).
+func (o Outcome) CancelledAt() time.Duration {
+	if o.Reason == ReasonAbortRequest {
+		return o.AbortSent
+	}
+	return o.End
 }
 
 // Failure is how an error reached the client: as an answer the router
