@@ -42,6 +42,16 @@ const MinCancelsForRouterRule = 5
 // cancel that did not reach that side. A room a side never recorded is
 // counted as unseen, not judged.
 //
+// A cancel by abort_request (the client POSTs it to every engine and reads
+// on) is judged from when it was sent, and its answer too: it must end
+// soon (abortAnswered). One sent before the engines held the request is
+// counted, not judged: SGLang drops an abort for a rid it does not hold.
+//
+// Each abort_request also goes to prefill itself, so where at least
+// MinCancelsForRouterRule of them found the request held on prefill and
+// prefill recorded none (decode's ABORT, or the KV sent, ended the rooms
+// anyway), prefill's endpoint does not abort, and the check fails.
+//
 // Judged one by one, a router that never cancels prefill's request is
 // hidden by decode's ABORT. Over the run it is not: where at least
 // MinCancelsForRouterRule cancels reached prefill and every one came only
@@ -67,7 +77,9 @@ func checkCancelsReached(v *View) CheckResult {
 		}
 	}
 	ev := map[string]int64{"cancels_with_room": 0, "sides_checked": 0, "sides_unseen": 0, "late_excused_by_fault": 0,
-		"prefill_reached_by_client_abort": 0, "prefill_reached_by_peer_abort_only": 0}
+		"prefill_reached_by_client_abort": 0, "prefill_reached_by_peer_abort_only": 0,
+		"abort_requests": 0, "abort_requests_before_the_request": 0,
+		"abort_requests_prefill_recorded": 0, "abort_requests_prefill_unrecorded": 0}
 	switch {
 	case len(v.Final) == 0 && len(v.Ended) == 0:
 		return result(contract.CheckCancelsReached, Skip, ev, "the target exposes no /debug/rooms")
@@ -77,13 +89,26 @@ func checkCancelsReached(v *View) CheckResult {
 		return result(contract.CheckCancelsReached, Inconclusive, ev, "the log has no base wall time to place room events")
 	}
 	var bad []string
-	var stuck, peerOnly []StuckRoom
+	var stuck, peerOnly, abortUnrecorded []StuckRoom
 	for _, o := range v.Outcomes {
 		if o.Kind != outcome.KindCancelled || !o.HasRoom {
 			continue
 		}
 		ev["cancels_with_room"]++
-		excused := v.faultDuring(o.End, o.End+DefaultCancelBound)
+		tc := o.CancelledAt()
+		excused := v.faultDuring(tc, tc+DefaultCancelBound)
+		if o.Reason == outcome.ReasonAbortRequest {
+			ev["abort_requests"]++
+			if abortCameFirst(recs, o.Room, tc, v.Run.BaseWall) {
+				// SGLang drops an abort for a rid it does not hold yet: the
+				// request then runs as if never cancelled. Counted.
+				ev["abort_requests_before_the_request"]++
+				continue
+			}
+			if why := abortAnswered(o, excused); why != "" {
+				bad = append(bad, fmt.Sprintf("room %d (agent %d turn %d, abort_request at %v): %s", o.Room, o.Agent, o.Turn, tc.Round(time.Millisecond), why))
+			}
+		}
 		for _, role := range []string{"prefill", "decode"} {
 			r, ok := recs[role][o.Room]
 			if !ok {
@@ -91,9 +116,20 @@ func checkCancelsReached(v *View) CheckResult {
 				continue
 			}
 			ev["sides_checked"]++
-			why, how, late := cancelReached(role, r, o.End, excused, v.Run.BaseWall)
+			why, how, late := cancelReached(role, r, tc, excused, v.Run.BaseWall)
 			if late {
 				ev["late_excused_by_fault"]++
+			}
+			if role == "prefill" && o.Reason == outcome.ReasonAbortRequest && heldAt(r, tc, v.Run.BaseWall) {
+				if recordedClientAbort(r) {
+					ev["abort_requests_prefill_recorded"]++
+				} else {
+					ev["abort_requests_prefill_unrecorded"]++
+					if len(abortUnrecorded) < maxStuck {
+						abortUnrecorded = append(abortUnrecorded, StuckRoom{Role: role, Room: r.Room, State: r.State, Ranks: r.Ranks, Since: tc,
+							ActiveFaults: v.activeAt(tc), Events: r.Events})
+					}
+				}
 			}
 			if role == "prefill" {
 				switch how {
@@ -102,8 +138,8 @@ func checkCancelsReached(v *View) CheckResult {
 				case reachedByPeer:
 					ev["prefill_reached_by_peer_abort_only"]++
 					if len(peerOnly) < maxStuck {
-						peerOnly = append(peerOnly, StuckRoom{Role: role, Room: r.Room, State: r.State, Ranks: r.Ranks, Since: o.End,
-							ActiveFaults: v.activeAt(o.End), Events: r.Events})
+						peerOnly = append(peerOnly, StuckRoom{Role: role, Room: r.Room, State: r.State, Ranks: r.Ranks, Since: tc,
+							ActiveFaults: v.activeAt(tc), Events: r.Events})
 					}
 				}
 			}
@@ -111,10 +147,10 @@ func checkCancelsReached(v *View) CheckResult {
 				continue
 			}
 			bad = append(bad, fmt.Sprintf("room %d (agent %d turn %d, %s cancel at %v): %s %s",
-				o.Room, o.Agent, o.Turn, o.Reason, o.End.Round(time.Millisecond), role, why))
+				o.Room, o.Agent, o.Turn, o.Reason, tc.Round(time.Millisecond), role, why))
 			if len(stuck) < maxStuck {
-				stuck = append(stuck, StuckRoom{Role: role, Room: r.Room, State: r.State, Ranks: r.Ranks, Since: o.End,
-					ActiveFaults: v.activeAt(o.End), Events: r.Events})
+				stuck = append(stuck, StuckRoom{Role: role, Room: r.Room, State: r.State, Ranks: r.Ranks, Since: tc,
+					ActiveFaults: v.activeAt(tc), Events: r.Events})
 			}
 		}
 	}
@@ -123,6 +159,12 @@ func checkCancelsReached(v *View) CheckResult {
 		bad = append(bad, fmt.Sprintf("none of %d cancels reached prefill from the router: prefill never recorded the client's abort, every room ended only by decode's ABORT (the router does not cancel prefill's request when its client leaves); e.g. room %d: %s",
 			byPeer, ex.Room, eventKinds(ex.Events)))
 		stuck = append(stuck, peerOnly[:min(len(peerOnly), max(0, maxStuck-len(stuck)))]...)
+	}
+	if n := ev["abort_requests_prefill_unrecorded"]; n >= MinCancelsForRouterRule && ev["abort_requests_prefill_recorded"] == 0 {
+		ex := abortUnrecorded[0]
+		bad = append(bad, fmt.Sprintf("prefill recorded none of %d abort_requests sent to it for requests it held (its /abort_request does not abort; the rooms ended some other way); e.g. room %d: %s",
+			n, ex.Room, eventKinds(ex.Events)))
+		stuck = append(stuck, abortUnrecorded[:min(len(abortUnrecorded), max(0, maxStuck-len(stuck)))]...)
 	}
 	switch {
 	case len(bad) > 0:
@@ -134,6 +176,64 @@ func checkCancelsReached(v *View) CheckResult {
 	}
 	return result(contract.CheckCancelsReached, Pass, ev, "%d cancels reached both sides (%d sides checked, %d unseen)",
 		ev["cancels_with_room"], ev["sides_checked"], ev["sides_unseen"])
+}
+
+// heldAt says whether the side held the room at offset tc: created by
+// then, not yet cleared.
+func heldAt(r contract.RoomRecord, tc time.Duration, base time.Time) bool {
+	if r.Created.IsZero() || r.Created.Sub(base) > tc {
+		return false
+	}
+	for _, e := range r.Events {
+		if e.Kind == contract.RoomEventClear && e.At.Sub(base) <= tc {
+			return false
+		}
+	}
+	return true
+}
+
+// recordedClientAbort says whether the side recorded the client's abort.
+func recordedClientAbort(r contract.RoomRecord) bool {
+	for _, e := range r.Events {
+		if e.Kind == EventAbortRequest {
+			return true
+		}
+	}
+	return false
+}
+
+// abortCameFirst says whether a client's abort_request at offset tc came
+// before the engines held its request: every recorded side created the
+// room after it.
+func abortCameFirst(recs map[string]map[uint64]contract.RoomRecord, room uint64, tc time.Duration, base time.Time) bool {
+	seen := false
+	for _, role := range []string{"prefill", "decode"} {
+		r, ok := recs[role][room]
+		if !ok || r.Created.IsZero() {
+			continue
+		}
+		seen = true
+		if r.Created.Sub(base) <= tc {
+			return false
+		}
+	}
+	return seen
+}
+
+// abortAnswered judges the answer a client read on after its
+// abort_request: it must end within DefaultCancelBound (any time, if a
+// fault was active), by the engine's abort or, when the cancel raced the
+// last token, as a whole answer within DefaultRaceWindow. A whole answer
+// later is an abort the engines ignored.
+func abortAnswered(o outcome.Outcome, excused bool) string {
+	took := o.End - o.AbortSent
+	switch {
+	case o.AnswerAfterAbort == outcome.AnswerCompleted && took > DefaultRaceWindow && !excused:
+		return fmt.Sprintf("the engines ignored it: the answer ran to its end (%d tokens) %v after", o.Tokens, took.Round(time.Millisecond))
+	case took > DefaultCancelBound && !excused:
+		return fmt.Sprintf("the answer ended only %v after it (%s)", took.Round(time.Millisecond), o.AnswerAfterAbort)
+	}
+	return ""
 }
 
 // keepFirst keeps, of two records of one room on one side, the one created

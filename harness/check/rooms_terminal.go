@@ -64,7 +64,11 @@ func checkRoomsTerminal(v *View) CheckResult {
 // final: a write that revives a failed room (a transfer worker finishing
 // late, a sender merging over it) is how status-resurrection and
 // abort-before-status lose an abort, whatever way the room then ends.
-// On prefill a room also counts as revived when, after the client's abort
+// So is a room a rank cleared that comes back in a state only a transfer
+// write sets (Transferring, Success), not as a new request (Bootstrapping)
+// or a late metadata (WaitingForInput): a late write re-inserted it (status-resurrection's
+// mechanism, whatever then sweeps it). On prefill a room also counts as
+// revived when, after the client's abort
 // was recorded on it, some rank moves on to a state other than Failed: a
 // local abort fails every rank at once, so anything else means the abort
 // was lost (the upstream race in which a sender's status update overwrites
@@ -80,12 +84,14 @@ func revivedRooms(recs map[string]map[uint64]contract.RoomRecord) []string {
 			// abort at once, unlike decode, whose next step may find the
 			// last chunk already in and the request decoding).
 			held := map[int]bool{}
+			cleared := map[int]contract.Event{}
 			var abort *contract.Event
 			for _, e := range sortedEvents(recs[role][id].Events) {
 				switch e.Kind {
 				case contract.RoomEventClear:
 					delete(failed, e.Rank)
 					delete(held, e.Rank)
+					cleared[e.Rank] = e
 					if len(held) == 0 {
 						abort = nil
 					}
@@ -95,6 +101,18 @@ func revivedRooms(recs map[string]map[uint64]contract.RoomRecord) []string {
 					}
 				case contract.RoomEventStatus:
 					held[e.Rank] = true
+					if c, ok := cleared[e.Rank]; ok {
+						delete(cleared, e.Rank)
+						if e.State == contract.StateTransferring || e.State == contract.StateSuccess {
+							// A new request opens a room Bootstrapping (or
+							// Failed, when its abort came first), a late
+							// metadata WaitingForInput; only a transfer write
+							// brings one back Transferring or Success.
+							out = append(out, fmt.Sprintf("room %d on %s rank %d: cleared at %s (%s), then %s (%s) with no new request", id, role, e.Rank,
+								c.At.Format("15:04:05.000"), c.Detail, e.State, e.Detail))
+							continue
+						}
+					}
 					if e.State == contract.StateFailed {
 						if _, ok := failed[e.Rank]; !ok {
 							failed[e.Rank] = e
