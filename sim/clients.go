@@ -19,21 +19,25 @@ type request struct {
 	rid                                string
 	// clientRid is the rid the client sends (for a request it may retry,
 	// retry); resent marks the retry itself.
-	clientRid       string
-	retry, resent   bool
-	toP, toD, fromD string // the router's connections for it (link#rid)
-	room            uint64
-	tokens          []model.Token
-	gen, base       int // its agent's prompt generation; tokens[:base] is that prompt's start
-	maxNew          int
-	start, first    time.Duration
-	got             int
-	answer          strings.Builder
-	plan            outcome.CancelKind
-	cancelAt        int // tokens before a decode-phase cancel
-	ended           bool
-	pLive, dLive    bool // still running on prefill / decode
-	onEnd           func()
+	clientRid     string
+	retry, resent bool
+	// abortReq: the planned cancel is an /abort_request to both engines;
+	// abortSent says it went, at abortAt.
+	abortReq, abortSent bool
+	abortAt             time.Duration
+	toP, toD, fromD     string // the router's connections for it (link#rid)
+	room                uint64
+	tokens              []model.Token
+	gen, base           int // its agent's prompt generation; tokens[:base] is that prompt's start
+	maxNew              int
+	start, first        time.Duration
+	got                 int
+	answer              strings.Builder
+	plan                outcome.CancelKind
+	cancelAt            int // tokens before a decode-phase cancel
+	ended               bool
+	pLive, dLive        bool // still running on prefill / decode
+	onEnd               func()
 }
 
 type agentState struct {
@@ -172,6 +176,9 @@ func (s *run) newRequest(a *agentState, sub int, prompt []model.Token) *request 
 	// Drawn only when asked for, so other scenarios' seeds replay as before.
 	if req.plan == outcome.CancelQueued && c.RetrySameRidRate > 0 && s.rng.Float64() < c.RetrySameRidRate {
 		req.retry, req.clientRid = true, fmt.Sprintf("pdchaos-%x", s.rng.Uint64())
+	}
+	if (req.plan == outcome.CancelQueued || req.plan == outcome.CancelDecode) && !req.retry && c.AbortRequestRate > 0 && s.rng.Float64() < c.AbortRequestRate {
+		req.abortReq, req.clientRid = true, fmt.Sprintf("pdchaos-abort-%016x", s.rng.Uint64())
 	}
 	return req
 }
@@ -349,6 +356,10 @@ func (s *run) cancel(req *request, why outcome.Reason) {
 	if req.ended {
 		return
 	}
+	if req.abortReq && why == outcome.ReasonCancel {
+		s.abortRequest(req)
+		return
+	}
 	retry := req.retry && why == outcome.ReasonCancel && req.got == 0 && s.now < s.loadEnd
 	onEnd := req.onEnd
 	if retry {
@@ -364,6 +375,35 @@ func (s *run) cancel(req *request, why outcome.Reason) {
 		})
 	}
 }
+
+// abortRequest is the client's POST /abort_request {"rid"} to prefill and
+// to decode, each on its own connection, the answer read on: the request
+// ends when decode ends it (end turns that into the cancel's outcome).
+func (s *run) abortRequest(req *request) {
+	if req.abortSent {
+		return
+	}
+	req.abortSent, req.abortAt = true, s.now
+	s.tracef("client", "abort_request rid=%s room=%d tokens=%d", req.rid, req.room, req.got)
+	desc := s.describe("abort_request ", req.rid)
+	s.transmit(linkAbortPrefill+"#"+req.rid, &msg{kind: "http", room: req.room, desc: desc, deliver: func() {
+		s.pprobes.Hit(contract.ProbePrefillAbortEndpoint)
+		s.p.Abort(s.wall(), req.rid)
+		s.kick(&s.pSched)
+	}})
+	s.transmit(linkAbortDecode+"#"+req.rid, &msg{kind: "http", room: req.room, desc: desc, deliver: func() {
+		s.dprobes.Hit(contract.ProbeDecodeAbortEndpoint)
+		s.d.Abort(s.wall(), req.rid)
+		s.kick(&s.dSched)
+	}})
+}
+
+// The client's own connections to the engines' HTTP servers, for
+// /abort_request: no router between, and no fault link of the scenarios.
+const (
+	linkAbortPrefill = "client-prefill"
+	linkAbortDecode  = "client-decode"
+)
 
 func (s *run) closeUpstream(req *request) {
 	// As the live router counts them: a client gone before its answer was
@@ -415,6 +455,25 @@ func (s *run) closeDecode(req *request) {
 // end records the request's one outcome.
 func (s *run) end(req *request, o outcome.Outcome) {
 	req.ended = true
+	if req.abortSent && (o.Kind == outcome.KindCompleted || o.Kind == outcome.KindError) {
+		// The answer read on after the client's abort_request: that
+		// cancel's outcome, however the answer ended.
+		o.AnswerAfterAbort = outcome.AnswerError
+		if o.Kind == outcome.KindCompleted {
+			o.AnswerAfterAbort = outcome.AnswerCompleted
+		}
+		o.Kind, o.Reason, o.AbortSent, o.Phase = outcome.KindCancelled, outcome.ReasonAbortRequest, req.abortAt, outcome.PhaseQueued
+		if req.got > 0 && req.first < req.abortAt {
+			o.Phase = outcome.PhaseDecode
+		}
+		o.Failure = ""
+		if o.AnswerAfterAbort == outcome.AnswerError {
+			o.Failure = outcome.FailureHTTP
+			if req.got > 0 {
+				o.Failure = outcome.FailureErrorEvent
+			}
+		}
+	}
 	o.Source, o.Agent, o.Incarnation, o.Session, o.Turn, o.Sub = outcome.SourceAgent, req.agent, req.inc, req.session, req.turn, req.sub
 	o.Start, o.End, o.Tokens, o.MaxTokens, o.Planned = req.start, s.now, req.got, req.maxNew, req.plan
 	o.Room, o.HasRoom, o.Rid, o.Retry = req.room, true, req.clientRid, req.resent
