@@ -19,15 +19,12 @@ import (
 // the list shrinks as presets are added.
 func unreachableInGate() map[string]string {
 	const (
-		noAbortEndpoint = "no preset calls /abort_request: agents abort by going away"
-		noRoomReuse     = "the router draws a fresh bootstrap room per request; needs a client reusing one through /generate"
-		noCorruptFrame  = "corrupt-control-messages corrupts TransferInfo, ABORTs and notices, never a registration or a frame the parser still reads"
-		someSeeds       = "a race the presets reach in some seeds only"
-		runtimeNever    = "the runtime never takes this core branch: its loop stops at the first failure, as the upstream thread did"
+		noRoomReuse    = "the router draws a fresh bootstrap room per request; needs a client reusing one through /generate"
+		noCorruptFrame = "corrupt-control-messages corrupts TransferInfo, ABORTs and notices, never a registration or a frame the parser still reads"
+		someSeeds      = "a race the presets reach in some seeds only"
+		runtimeNever   = "the runtime never takes this core branch: its loop stops at the first failure, as the upstream thread did"
 	)
 	return map[string]string{
-		"prefill/abort-endpoint":         noAbortEndpoint,
-		"decode/abort-endpoint":          noAbortEndpoint,
 		"prefill/add-room-in-use":        noRoomReuse,
 		"decode/add-room-in-use":         noRoomReuse,
 		"decode/add-too-long":            someSeeds + ": an agent's conversation must outgrow decode's whole KV pool (kv-pool-pressure: 2 of 3 seeds)",

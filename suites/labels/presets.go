@@ -30,6 +30,7 @@ func Presets() map[string]PresetLabels {
 		"rid-retries":              {[]string{"router", "prefill", "decode"}, false},
 		"kv-pool-pressure":         {[]string{"kv-pool", "prefill", "decode"}, false},
 		"long-answers":             {[]string{"decode", "router", "agents"}, false},
+		"abort-requests":           {[]string{"prefill", "decode", "agents"}, false},
 		"bootstrap-deadline":       {[]string{"bootstrap", "prefill", "procs"}, false},
 		"abort-timeout-race":       {[]string{"decode", "control-link", "transfer"}, false},
 		"tp2-rank-lost":            {[]string{"tp", "prefill"}, false},
