@@ -289,6 +289,14 @@ func (p *Prefill) onRegistration(rank int, reg Registration) {
 
 func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata) error {
 	r := p.ranks[rank]
+	if _, owned := p.byRoom[m.Room]; !owned && !r.status.Has(m.Room) && r.status.isTombstoned(m.Room) {
+		// Metadata for a room decode already aborted: keep nothing, or the
+		// room would be reopened just to be swept later.
+		p.probes.Hit(contract.ProbePrefillMetadataAfterAbort)
+		delete(r.unnoticed, m.Room)
+		p.hist.Note(now, m.Room, "prefill", rank, "metadata-after-abort", "ignored: room aborted earlier")
+		return nil
+	}
 	if _, failed := r.unnoticed[m.Room]; failed && !r.status.Has(m.Room) {
 		if _, owned := p.byRoom[m.Room]; !owned {
 			// The room failed here before decode registered for it (the
@@ -300,13 +308,6 @@ func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata) error {
 			p.hist.NoteEnded(now, m.Room, "prefill", rank, contract.RoomEventFailNotice, "Failed status sent to decode: the room failed before its metadata arrived")
 			return nil
 		}
-	}
-	if _, owned := p.byRoom[m.Room]; !owned && !r.status.Has(m.Room) && r.status.isTombstoned(m.Room) {
-		// Metadata for a room decode already aborted: keep nothing, or the
-		// room would be reopened just to be swept later.
-		p.probes.Hit(contract.ProbePrefillMetadataAfterAbort)
-		p.hist.Note(now, m.Room, "prefill", rank, "metadata-after-abort", "ignored: room aborted earlier")
-		return nil
 	}
 	peer, ok := r.peers[m.AgentName]
 	if !ok {
