@@ -134,6 +134,10 @@ var _ = Describe("pre-release gate", Serial, func() {
 		}
 	})
 
+	Describe("presets pass in the simulator on the fixed engine", func() {
+		simulatedPresets(v, cov)
+	})
+
 	// Last, after every run above (Ginkgo keeps the order of specs inside
 	// one top-level container unless -ginkgo.randomize-all): every code
 	// probe must be hit by some gate run, or be listed in
@@ -151,11 +155,22 @@ var _ = Describe("pre-release gate", Serial, func() {
 			for _, r := range contract.Catalogue() {
 				want = append(want, regressionKey(r.Name))
 			}
+			if n, err := simSeeds(); err == nil && n > 0 {
+				for _, p := range presetNames() {
+					want = append(want, simKey(p))
+				}
+			}
 			if missing := cov.missing(want); len(missing) > 0 {
 				Skip(fmt.Sprintf("probe coverage is judged on a whole gate only; no run recorded for %s (filtered, or run out of order)", strings.Join(missing, ", ")))
 			}
 			results := cov.results()
-			unhit, nowHit := judgeProbes(results, unreachableInGate())
+			unhit, nowHit, simOnly := judgeProbes(results, cov.simHits(), unreachableInGate())
+			if len(simOnly) > 0 {
+				// The simulator runs engine/core as the live engine does: a
+				// branch it reached is a branch the gate executed, though no
+				// live run's interleaving did this time.
+				AddReportEntry("probes_hit_only_in_the_simulator", strings.Join(simOnly, ", "))
+			}
 			AddReportEntry("probe_runs", len(results))
 			AddReportEntry("probes_unhit_listed", len(unreachableInGate())-len(nowHit))
 			if len(nowHit) > 0 {

@@ -37,8 +37,11 @@ func simSeeds() (int, error) {
 	return n, nil
 }
 
-var _ = Describe("presets pass in the simulator on the fixed engine", Serial, func() {
-	v := labels.New()
+// simulatedPresets declares one spec per preset that explores its
+// simulated seeds on the fixed engine and records which code probes they
+// hit into cov. Declared inside the gate's container, before its code
+// probes spec, so that spec counts them.
+func simulatedPresets(v labels.Vocabulary, cov *probeCoverage) {
 	for _, name := range presetNames() {
 		It(name, v.Label(scenarioLabels(name)...), func(ctx SpecContext) {
 			n, err := simSeeds()
@@ -59,6 +62,7 @@ var _ = Describe("presets pass in the simulator on the fixed engine", Serial, fu
 			start := time.Now()
 			sum, err := sim.Explore(ctx, cfg, 1, uint64(n), sim.ExploreOptions{Workers: runtime.NumCPU()})
 			Expect(err).NotTo(HaveOccurred())
+			cov.addSim(simKey(name), sum.ProbeSeeds)
 			AddReportEntry("sim", fmt.Sprintf("%d seeds, %d failing, %d simulated requests in %s", sum.Seeds, len(sum.Failing), sum.Requests, time.Since(start).Round(time.Millisecond)))
 			var bad []string
 			for _, r := range sum.Failing {
@@ -69,4 +73,6 @@ var _ = Describe("presets pass in the simulator on the fixed engine", Serial, fu
 			Expect(sum.Seeds).To(Equal(n), "seeds explored")
 		}, SpecTimeout(5*time.Minute))
 	}
-})
+}
+
+func simKey(name string) string { return "simulated " + name }
