@@ -359,23 +359,8 @@ func (rf resultFile) notPassed() []string {
 func runPreset(ctx context.Context, opts Options, bin, dir, under, preset string, probes []string) RunResult {
 	res := RunResult{Preset: preset, Dir: filepath.Join(under, preset)}
 	_ = os.MkdirAll(res.Dir, 0o755)
-	ctx, cancel := context.WithTimeout(ctx, opts.RunTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", preset, "--seed", fmt.Sprint(opts.Seed), "--results", res.Dir)
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		res.ExitCode = ee.ExitCode()
-	default:
-		res.ExitCode = -1
-	}
+	res.ExitCode = runBinary(ctx, opts.RunTimeout, bin, dir, &out, "run", preset, "--seed", fmt.Sprint(opts.Seed), "--results", res.Dir)
 	files, _ := filepath.Glob(filepath.Join(res.Dir, "*", "result.json"))
 	var rf resultFile
 	b, rerr := os.ReadFile(firstOr(files))
@@ -397,6 +382,28 @@ func runPreset(ctx context.Context, opts Options, bin, dir, under, preset string
 		res.Hits += rf.Probes[p]
 	}
 	return res
+}
+
+// runBinary runs the copy's bin with args in dir, bounded by limit, its
+// output into out, and returns its exit code (-1: it did not run). It gets
+// its own process group, so a timeout ends role processes with it.
+func runBinary(ctx context.Context, limit time.Duration, bin, dir string, out *bytes.Buffer, args ...string) int {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Stdout, cmd.Stderr = out, out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	}
+	return -1
 }
 
 func firstOr(files []string) string {

@@ -4,14 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // SimulatedDir is where the code the simulator runs lives: a mutant
@@ -79,24 +76,9 @@ func (s simOutput) checkers() []string {
 // counted twice: enough to tell reached from not).
 func runSim(ctx context.Context, opts Options, bin, dir, preset string, probes []string) RunResult {
 	res := RunResult{Preset: preset}
-	ctx, cancel := context.WithTimeout(ctx, opts.RunTimeout)
-	defer cancel()
 	seeds := fmt.Sprintf("%d..%d", opts.Seed, opts.Seed+uint64(opts.SimSeeds)-1)
-	cmd := exec.CommandContext(ctx, bin, "sim", preset, "--seeds", seeds, "--probes")
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		res.ExitCode = ee.ExitCode()
-	default:
-		res.ExitCode = -1
-	}
+	res.ExitCode = runBinary(ctx, opts.RunTimeout, bin, dir, &out, "sim", preset, "--seeds", seeds, "--probes")
 	s, ok := parseSim(out.Bytes())
 	if !ok {
 		// No summary: the simulated engine panicked (or sim refused).
