@@ -176,3 +176,12 @@ func (s StateDeadline) Bound(c EngineConfig) time.Duration {
 // CheckInterval, and under load one iteration (a forward, a burst of
 // notices) may take a while, so 2s plus two check intervals.
 func StateMargin(c EngineConfig) time.Duration { return 2*time.Second + 2*c.CheckInterval }
+
+// FailureMemory is how long prefill remembers a room it ended before
+// decode's TransferInfo could tell it where decode is (an abort from
+// decode, prefill's own failure): a TransferInfo arriving within it is
+// ignored (decode aborted) or answered Failed at once (prefill failed);
+// after it, decode is left to its own waiting deadline. Four bootstrap
+// deadlines: decode sends its TransferInfo once it has pages, which a
+// full KV pool can delay well past one.
+func FailureMemory(c EngineConfig) time.Duration { return 4 * c.BootstrapTimeout }

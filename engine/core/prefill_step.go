@@ -193,11 +193,12 @@ func (p *Prefill) sweep(now time.Time) {
 				}
 			}
 		}
-		r.status.ExpireTombstones(now, 4*p.cfg.BootstrapTimeout)
+		memory := contract.FailureMemory(contract.EngineConfig{BootstrapTimeout: p.cfg.BootstrapTimeout})
+		r.status.ExpireTombstones(now, memory)
 		for room, at := range r.unnoticed {
 			// Decode's metadata follows its request within a bootstrap
 			// timeout, or decode has failed the room itself by then.
-			if now.Sub(at) > 4*p.cfg.BootstrapTimeout {
+			if now.Sub(at) > memory {
 				delete(r.unnoticed, room)
 			}
 		}

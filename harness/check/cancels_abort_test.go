@@ -45,7 +45,9 @@ func held(side string, abort bool, at func(time.Duration) time.Time) contract.Ro
 
 func TestCancelsReachedAbortRequests(t *testing.T) {
 	t.Parallel()
-	both := func(side string, i int, at func(time.Duration) time.Time) contract.RoomRecord { return held(side, true, at) }
+	both := func(side string, i int, at func(time.Duration) time.Time) contract.RoomRecord {
+		return held(side, true, at)
+	}
 	asIs := func(int, *outcome.Outcome) {}
 	for _, tc := range []struct {
 		name string

@@ -50,6 +50,7 @@ func TestCheckersOnRecordedLogs(t *testing.T) {
 		{"bad-timeouts-explained-notice-lost.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
 		{"bad-timeouts-explained-state-bound.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
 		{"bad-timeouts-explained-notice-ignored.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
+		{"bad-timeouts-explained-peer-forgot.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
 		{"old-good.jsonl", "", Pass, []string{contract.CheckCancelsReached, contract.CheckTimeoutsExplained}},
 		{"old-bad-slots-released.jsonl", contract.CheckSlotsReleased, Fail, []string{contract.CheckCancelsReached, contract.CheckTimeoutsExplained}},
 	} {

@@ -96,7 +96,7 @@ func checkTimeoutsExplained(v *View) CheckResult {
 		own := recs[f.b.Role][f.room]
 		peer, hasPeer := recs[peerRole][f.room]
 		how, why := v.explain(f, own, peer, hasPeer)
-		if how == "" && peerBackstopExplains(f, explained[peerRole][f.room]) {
+		if how == "" && peerBackstopExplains(f, explained[peerRole][f.room], own, cfg) {
 			how = explainedPeer
 		}
 		if how != "" {
@@ -423,15 +423,24 @@ func firings(recs map[string]map[uint64]contract.RoomRecord) []firing {
 
 // peerBackstopExplains reports whether decode's waiting deadline f is
 // explained by prefill's bootstrap deadline p, itself explained, firing
-// on the same room before it. Prefill's bootstrap deadline fires only
-// while its room waits for decode's TransferInfo, so decode's metadata
-// came after prefill had ended the room, and prefill, which never knew
-// where decode was, cannot tell it: decode waits out its own deadline,
-// as SGLang does (the decode-side bootstrap timeout, #30769, is not
-// merged). That is the chain of a KV pool too full to give decode its
-// pages within prefill's bootstrap deadline.
-func peerBackstopExplains(f, p firing) bool {
-	return f.b.Name == contract.BackstopWaiting && p.b.Name == contract.BackstopBootstrap && p.at.Before(f.at)
+// on the same room before it, and decode's TransferInfo (own, decode's
+// record) going out only after prefill's memory of that failure
+// (contract.FailureMemory) had lapsed. Prefill's bootstrap deadline fires
+// only while its room waits for decode's TransferInfo, so that came after
+// prefill had ended the room: within the memory prefill answers it Failed
+// at once (a KV pool too full to give decode its pages within prefill's
+// deadline), after it decode waits out its own deadline, as SGLang does
+// (the decode-side bootstrap timeout, #30769, is not merged).
+func peerBackstopExplains(f, p firing, own contract.RoomRecord, cfg contract.EngineConfig) bool {
+	if f.b.Name != contract.BackstopWaiting || p.b.Name != contract.BackstopBootstrap || !p.at.Before(f.at) {
+		return false
+	}
+	for _, e := range own.Events {
+		if e.Kind == contract.RoomEventMetadataSent && e.At.Sub(p.at) > contract.FailureMemory(cfg) {
+			return true
+		}
+	}
+	return false
 }
 
 // unsentFailNotice says why decode's waiting deadline firing is

@@ -357,17 +357,30 @@ pre.append(ended(2006, "prefill", opened(3500 * MS, "prefill") + both(3500 * MS,
                  both(5660 * MS, "prefill", "clear", "Failed", "transfer failed"), "Failed"))
 # KV pool pressure: decode waited 2.4s for pages, so prefill's bootstrap
 # deadline fired first (load: decode still held the room); decode's
-# metadata then found the room gone, and decode's waiting deadline is the
+# metadata went out only after prefill's memory of that failure (four
+# bootstrap deadlines, 8s) had lapsed, so decode's waiting deadline is the
 # only way out (explained by prefill's deadline before it).
 pre.append(ended(2007, "prefill", opened(3300 * MS, "prefill") + both(5300 * MS, "prefill", "status", "Failed", "scheduler: bootstrap timeout") +
                  both(5300 * MS, "prefill", "clear", "Failed", "bootstrap failed"), "Failed"))
 dec.append(ended(2007, "decode", both(3300 * MS, "decode", "status", "Bootstrapping", "receiver: receiver created rid=x") +
-                 both(5700 * MS, "decode", "status", "WaitingForInput", "receiver: receiver init") +
-                 [evr(5700 * MS, "decode", 0, "metadata-sent", "WaitingForInput", "99 pages per rank")] +
-                 both(7700 * MS, "decode", "status", "Failed", "receiver: waiting timeout") +
-                 [evr(7700 * MS, "decode", 0, "abort-sent", "Failed", "ABORT to prefill")] +
-                 both(7700 * MS, "decode", "clear", "Failed", "waiting timeout: timed out waiting for kv transfer"), "Failed"))
+                 both(13400 * MS, "decode", "status", "WaitingForInput", "receiver: receiver init") +
+                 [evr(13400 * MS, "decode", 0, "metadata-sent", "WaitingForInput", "99 pages per rank")] +
+                 both(15400 * MS, "decode", "status", "Failed", "receiver: waiting timeout") +
+                 [evr(15400 * MS, "decode", 0, "abort-sent", "Failed", "ABORT to prefill")] +
+                 both(15400 * MS, "decode", "clear", "Failed", "waiting timeout: timed out waiting for kv transfer"), "Failed"))
 write("good-timeouts-explained.jsonl", with_rooms(g, pre, dec))
+
+# Prefill's bootstrap deadline fired, then decode's metadata came 0.4s
+# later, well within prefill's memory of the failure: prefill must answer
+# it Failed at once, so decode's waiting deadline is not explained.
+write("bad-timeouts-explained-peer-forgot.jsonl", with_rooms(g,
+      [ended(2105, "prefill", opened(3300 * MS, "prefill") + both(5300 * MS, "prefill", "status", "Failed", "scheduler: bootstrap timeout") +
+             both(5300 * MS, "prefill", "clear", "Failed", "bootstrap failed"), "Failed")],
+      [ended(2105, "decode", both(3300 * MS, "decode", "status", "Bootstrapping", "receiver: receiver created rid=x") +
+             both(5700 * MS, "decode", "status", "WaitingForInput", "receiver: receiver init") +
+             [evr(5700 * MS, "decode", 0, "metadata-sent", "WaitingForInput", "99 pages per rank")] +
+             both(7700 * MS, "decode", "status", "Failed", "receiver: waiting timeout") +
+             both(7700 * MS, "decode", "clear", "Failed", "waiting timeout: timed out waiting for kv transfer"), "Failed")]))
 
 # A waiting deadline fired and prefill has no record of the room.
 write("bad-timeouts-explained-no-peer.jsonl", with_rooms(g, [], [ended(2101, "decode", waiting_timeout(3200 * MS, 5210 * MS), "Failed")]))
