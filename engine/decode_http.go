@@ -32,7 +32,7 @@ func (d *Decode) routesHandler() http.Handler {
 	mux.Handle("GET "+contract.PathMetrics, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("POST "+contract.PathAbortRequest, func(w http.ResponseWriter, r *http.Request) {
 		var req abortRequest
-		_ = json.NewDecoder(r.Body).Decode(&req)
+		_ = readJSON(r, &req)
 		if req.Rid != "" {
 			d.probes.Hit(contract.ProbeDecodeAbortEndpoint)
 			d.mu.Lock()
@@ -90,7 +90,7 @@ func (d *Decode) samples() []rankSample {
 
 func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	var req contract.GenerateRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	if err := readJSON(r, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "decode /generate body: "+err.Error())
 		return
 	}

@@ -3,7 +3,6 @@ package engine
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -501,7 +500,7 @@ func (p *Prefill) allGates() []*gate.Gate {
 
 func (p *Prefill) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	var req contract.GenerateRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	if err := readJSON(r, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "decode /generate body: "+err.Error())
 		return
 	}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"net"
 	"net/http"
 	"strconv"
@@ -87,7 +86,7 @@ type abortRequest struct {
 
 func (p *Prefill) handleAbort(w http.ResponseWriter, r *http.Request) {
 	var req abortRequest
-	_ = json.NewDecoder(r.Body).Decode(&req)
+	_ = readJSON(r, &req)
 	// SGLang answers 200 whatever matched; an empty rid matches nothing.
 	if req.Rid != "" {
 		p.probes.Hit(contract.ProbePrefillAbortEndpoint)

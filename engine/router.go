@@ -310,7 +310,7 @@ func (rt *Router) healthOf(ctx context.Context, hostport string) error {
 
 func (rt *Router) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	var req contract.GenerateRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	if err := readJSON(r, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "decode /generate body: "+err.Error())
 		return
 	}

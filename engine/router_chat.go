@@ -45,7 +45,7 @@ const maxRidLen = 256
 
 func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 	var cr chatRequest
-	if err := json.NewDecoder(r.Body).Decode(&cr); err != nil {
+	if err := readJSON(r, &cr); err != nil {
 		writeError(w, http.StatusBadRequest, "decode chat completion body: "+err.Error())
 		return
 	}
