@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -144,6 +145,12 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		}
 		return true
 	})
+	if err == nil {
+		// Decode's stream has ended ([DONE] or an error event, after which
+		// decode returns): read its last bytes too, or closing the body
+		// drops the connection instead of keeping it for the next request.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBodyTail))
+	}
 	if upstreamErr == nil && !finished {
 		rt.probes.Hit(contract.ProbeRouterStreamEndedEarly)
 		msg := "decode stream ended early"
