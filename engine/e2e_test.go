@@ -93,8 +93,19 @@ func streamThenCancel(t *testing.T, endpoint string, msgs []model.Message, maxTo
 	return room
 }
 
-// cancelDuringPrefill starts a streamed chat and goes away while prefill
-// holds its room (before any byte came back), returning that room.
+// forwardFor is a prompt whose forward pass takes about d at the given
+// prefill speed, so that a test can act while prefill still holds its room
+// however loaded the machine is.
+func forwardFor(i int, d time.Duration, tokensPerSec float64) []model.Message {
+	words := int(d.Seconds() * tokensPerSec)
+	return []model.Message{{Role: "user", Content: fmt.Sprintf("task %d:%s", i, strings.Repeat(" word", words))}}
+}
+
+// cancelDuringPrefill starts a streamed chat and goes away once both prefill
+// and decode hold its room (before any byte came back), returning that
+// room. The prompt must keep prefill forwarding for longer than that wait
+// (see forwardFor): a cancel that lands before decode has the request, or
+// after prefill sent the KV, is another scenario.
 func cancelDuringPrefill(t *testing.T, c *engine.Cluster, msgs []model.Message) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -113,6 +124,9 @@ func cancelDuringPrefill(t *testing.T, c *engine.Cluster, msgs []model.Message) 
 			return fmt.Errorf("prefill holds no room yet")
 		}
 		room = r.Held[0].Room
+		if _, held, err := testkit.RoomOn(t.Context(), c.EngineURLs()[1], room); err != nil || !held {
+			return fmt.Errorf("decode does not hold room %d yet (%v)", room, err)
+		}
 		return nil
 	})
 	cancel()
@@ -159,7 +173,7 @@ func TestClientDisconnectClearsBothSides(t *testing.T) {
 			c := testcluster.Start(t, tc.cfg)
 			var room uint64
 			if tc.prefill == "Failed" {
-				room = cancelDuringPrefill(t, c, prompt(1))
+				room = cancelDuringPrefill(t, c, forwardFor(1, 3*time.Second, tc.cfg.PrefillTokensPerSec))
 			} else {
 				room = streamThenCancel(t, c.Endpoint(), prompt(1), 200, tc.afterTokens)
 			}

@@ -20,7 +20,8 @@ func TestWireDialects(t *testing.T) {
 	testkit.NoLeaks(t)
 	for _, w := range contract.Wires() {
 		t.Run(string(w), func(t *testing.T) {
-			c := testcluster.Start(t, contract.EngineConfig{Wire: w, PrefillTokensPerSec: 2000})
+			cfg := contract.EngineConfig{Wire: w, PrefillTokensPerSec: 2000}
+			c := testcluster.Start(t, cfg)
 			var wg sync.WaitGroup
 			errs := make(chan error, 8)
 			for i := range 8 {
@@ -39,7 +40,7 @@ func TestWireDialects(t *testing.T) {
 			for err := range errs {
 				t.Error(err)
 			}
-			room := cancelDuringPrefill(t, c, prompt(200))
+			room := cancelDuringPrefill(t, c, forwardFor(200, 3*time.Second, cfg.PrefillTokensPerSec))
 			testkit.Eventually(t, 10*time.Second, func() error {
 				for _, base := range c.EngineURLs() {
 					rec, held, err := testkit.RoomOn(t.Context(), base, room)
