@@ -126,6 +126,10 @@ func runBench(ctx context.Context, w io.Writer, parts map[string]bool, out, cpup
 		eo.Progress = progress
 		stopProf := func() {}
 		if cpuprofile != "" {
+			// The usual place is inside --out, which does not exist yet.
+			if err := os.MkdirAll(filepath.Dir(cpuprofile), 0o755); err != nil {
+				return &exitError{exitHarness, fmt.Errorf("bench: --cpuprofile: %w", err)}
+			}
 			f, err := os.Create(cpuprofile)
 			if err != nil {
 				return &exitError{exitHarness, fmt.Errorf("bench: --cpuprofile: %w", err)}
