@@ -374,7 +374,7 @@ func probeTable() []Probe {
 		pp(ProbeDecodeControlSendFailed, "decode/control-send-failed", "a control message to prefill is lost: the connection broke while sending"),
 
 		pp(ProbeRouterPrefillFailed, "router/prefill-failed", "the prefill request failed (error, cancel or connection loss) or answered an error status"),
-		pp(ProbeRouterClientLeftEarly, "router/client-left-early", "the client left before decode answered: the prefill request is cancelled"),
+		pp(ProbeRouterClientLeftEarly, "router/client-left-early", "the client left before its whole answer was written while the prefill request still ran: both legs are cancelled"),
 		pp(ProbeRouterClientLeftMidAnswer, "router/client-left-mid-answer", "the client left while its answer streamed and prefill still ran: the prefill request is cancelled"),
 		pp(ProbeRouterDecodeFailed, "router/decode-failed", "the decode request failed before a response: 502"),
 		pp(ProbeRouterDecodeErrorStatus, "router/decode-error-status", "decode answered with an error status"),

@@ -41,7 +41,6 @@ type Decode struct {
 	// address; the frames are built when it is dialled, so a redial after
 	// a peer was retired registers the name of the current epoch.
 	hello map[string]helloRef
-	beats core.Heartbeat // touched by heartbeatLoop only
 
 	wire    core.Dialect
 	wake    chan struct{}
@@ -459,15 +458,12 @@ func (d *Decode) heartbeatLoop() {
 			if !ok && d.ctx.Err() != nil {
 				return
 			}
-			if !ok {
-				d.probes.Hit(contract.ProbeDecodeHeartbeatMiss)
-			}
-			if !d.beats.Observe(b, ok) {
+			d.mu.Lock()
+			lost, n := d.core.OnHeartbeat(time.Now(), b, ok)
+			if !lost {
+				d.mu.Unlock()
 				continue
 			}
-			d.probes.Hit(contract.ProbeDecodePrefillLost)
-			d.mu.Lock()
-			n := d.core.OnPrefillLost(time.Now(), b)
 			// Forget the route: a restarted prefill is resolved afresh.
 			addrs := d.routes[b]
 			delete(d.routes, b)

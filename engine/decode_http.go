@@ -33,13 +33,10 @@ func (d *Decode) routesHandler() http.Handler {
 	mux.HandleFunc("POST "+contract.PathAbortRequest, func(w http.ResponseWriter, r *http.Request) {
 		var req abortRequest
 		_ = readJSON(r, &req)
-		if req.Rid != "" {
-			d.probes.Hit(contract.ProbeDecodeAbortEndpoint)
-			d.mu.Lock()
-			d.core.Abort(time.Now(), req.Rid)
-			d.mu.Unlock()
-			d.kick()
-		}
+		d.mu.Lock()
+		d.core.OnAbortRequest(time.Now(), req.Rid)
+		d.mu.Unlock()
+		d.kick()
 		w.WriteHeader(http.StatusOK)
 	})
 	mux.HandleFunc("GET "+contract.PathServerInfo, func(w http.ResponseWriter, r *http.Request) {
@@ -127,9 +124,9 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	d.requests.Add(1)
 	d.kick()
-	abort := func() {
+	clientGone := func() {
 		d.mu.Lock()
-		d.core.Abort(time.Now(), rid)
+		d.core.OnClientGone(time.Now(), rid)
 		d.mu.Unlock()
 		d.kick()
 	}
@@ -140,8 +137,7 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-r.Context().Done():
-			d.probes.Hit(contract.ProbeDecodeClientGone)
-			abort()
+			clientGone()
 			return
 		case <-d.ctx.Done():
 			if !started {

@@ -530,11 +530,8 @@ func (p *Prefill) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	select {
 	case err = <-done:
 	case <-r.Context().Done():
-		p.probes.Hit(contract.ProbePrefillClientGone)
 		p.mu.Lock()
-		if !p.core.Abort(time.Now(), rid) {
-			p.core.ClientGone(time.Now(), room, rid)
-		}
+		p.core.OnClientGone(time.Now(), room, rid)
 		p.mu.Unlock()
 		p.kick(p.wake)
 		return

@@ -87,14 +87,10 @@ type abortRequest struct {
 func (p *Prefill) handleAbort(w http.ResponseWriter, r *http.Request) {
 	var req abortRequest
 	_ = readJSON(r, &req)
-	// SGLang answers 200 whatever matched; an empty rid matches nothing.
-	if req.Rid != "" {
-		p.probes.Hit(contract.ProbePrefillAbortEndpoint)
-		p.mu.Lock()
-		p.core.Abort(timeNow(), req.Rid)
-		p.mu.Unlock()
-		p.kick(p.wake)
-	}
+	p.mu.Lock()
+	p.core.OnAbortRequest(timeNow(), req.Rid)
+	p.mu.Unlock()
+	p.kick(p.wake)
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -127,12 +127,11 @@ func (rt *Router) room() uint64 {
 // response. Like mini_lb, the prefill request outlives the client's answer
 // (prefill replies once its KV is sent, which may be after decode is done),
 // but a client that goes away before its answer is complete cancels it.
-// A leg refused outright (4xx: a rid that side still holds, a prompt too
-// long) cancels the other, as the model gateway does by failing on either
-// head: no peer will ever take or send this room's KV, so the other side
-// must not hold a slot until its deadline. The returned done must be
+// What each answer, failure or cancel does to the other leg, and whose
+// answer the client gets, is core.Legs' decision (the simulator drives the
+// same code); dispatch carries it out. The returned call's done must be
 // called when the answer has been written.
-func (rt *Router) dispatch(r *http.Request, req contract.GenerateRequest) (*http.Response, func(), error) {
+func (rt *Router) dispatch(r *http.Request, req contract.GenerateRequest) (*http.Response, *call, error) {
 	host, port, _ := net.SplitHostPort(rt.rc.PrefillBootstrap)
 	req.BootstrapHost = host
 	req.BootstrapPort, _ = strconv.Atoi(port)
@@ -142,90 +141,131 @@ func (rt *Router) dispatch(r *http.Request, req contract.GenerateRequest) (*http
 	db, _ := json.Marshal(req)
 	pctx, cancelPrefill := context.WithCancel(rt.ctx)
 	dctx, cancelDecode := context.WithCancel(r.Context())
-	answered := make(chan struct{})
-	// refusal is prefill's 4xx answer while decode had not answered yet
-	// (committed false); once decode's head is in, it is decode's answer
-	// the client gets, whatever prefill says.
-	var (
-		legs      sync.Mutex
-		committed bool
-		refusal   *refusedLeg
-	)
+	c := &call{r: r, legs: core.NewLegs(rt.probes), cancelPrefill: cancelPrefill, cancelDecode: cancelDecode, answered: make(chan struct{})}
 	rt.wg.Add(2)
 	go func() {
 		defer rt.wg.Done()
 		defer cancelPrefill()
 		resp, err := rt.post(pctx, rt.rc.PrefillHTTP, pb)
+		status := 0
+		var body []byte
 		if err != nil {
-			rt.probes.Hit(contract.ProbeRouterPrefillFailed)
 			rt.log.Debug("prefill request failed", "err", err)
-			return
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			rt.probes.Hit(contract.ProbeRouterPrefillFailed)
-		}
-		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBody))
-			legs.Lock()
-			if !committed {
-				rt.probes.Hit(contract.ProbeRouterPrefillRefused)
-				refusal = &refusedLeg{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: body}
-				cancelDecode()
+		} else {
+			defer resp.Body.Close()
+			status = resp.StatusCode
+			if status >= 400 && status < 500 {
+				body, _ = io.ReadAll(io.LimitReader(resp.Body, maxRefusalBody))
 			}
-			legs.Unlock()
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
+		c.mu.Lock()
+		refusal, a := c.legs.PrefillAnswered(status)
+		if refusal {
+			c.refusal = &refusedLeg{status: status, contentType: resp.Header.Get("Content-Type"), body: body}
+		}
+		c.mu.Unlock()
+		c.apply(a)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+		}
 	}()
 	go func() {
 		defer rt.wg.Done()
 		select {
 		case <-r.Context().Done():
 			select {
-			case <-answered:
+			case <-c.answered:
 			default:
-				rt.probes.Hit(contract.ProbeRouterClientLeftEarly)
-				cancelPrefill() // the client left before its answer
+				c.clientGone() // the client left before its answer
 			}
 		case <-pctx.Done():
 		}
 	}()
-	done := func() {
-		if r.Context().Err() != nil {
-			if pctx.Err() == nil {
-				// The prefill request is still running (not only a client
-				// that hung up after reading its whole answer).
-				rt.probes.Hit(contract.ProbeRouterClientLeftMidAnswer)
-			}
-			cancelPrefill() // the client left before its answer was complete
-		}
-		cancelDecode()
-		close(answered)
-	}
 	resp, err := rt.post(dctx, rt.rc.DecodeHTTP, db)
-	legs.Lock()
-	committed = true
-	refused := refusal
-	legs.Unlock()
-	if refused != nil {
+	status := 0
+	if err == nil {
+		status = resp.StatusCode
+	} else if r.Context().Err() != nil {
+		c.clientGone() // why decode's leg failed, whichever goroutine saw it first
+	}
+	c.mu.Lock()
+	usePrefill, a := c.legs.DecodeAnswered(status)
+	refused := c.refusal
+	c.mu.Unlock()
+	c.apply(a)
+	if usePrefill {
 		// Prefill refused before decode answered: that refusal is the
 		// client's answer, and decode's leg, cancelled, gave none.
 		if err == nil {
 			resp.Body.Close()
 		}
-		return refused.response(), done, nil
+		return refused.response(), c, nil
 	}
 	if err != nil {
-		rt.probes.Hit(contract.ProbeRouterDecodeFailed)
-		return nil, done, err
+		return nil, c, err
 	}
-	if resp.StatusCode >= 400 && resp.StatusCode < 500 {
-		// Decode refused the request outright: prefill's leg is cancelled
-		// instead of left to its bootstrap timeout with a slot pinned.
-		rt.probes.Hit(contract.ProbeRouterDecodeRefused)
-		cancelPrefill()
+	return resp, c, nil
+}
+
+// call is one client request's two legs in flight: the live side of a
+// core.Legs, which it consults under mu and whose actions it carries out.
+type call struct {
+	r                           *http.Request
+	cancelPrefill, cancelDecode context.CancelFunc
+	// answered is closed once the handler is done with the client.
+	answered chan struct{}
+
+	mu      sync.Mutex
+	legs    *core.Legs
+	refusal *refusedLeg
+	// wrote: part of the answer has been written to the client.
+	wrote bool
+}
+
+func (c *call) apply(a core.LegAction) {
+	if a.CancelPrefill {
+		c.cancelPrefill()
 	}
-	return resp, done, nil
+	if a.CancelDecode {
+		c.cancelDecode()
+	}
+}
+
+func (c *call) clientGone() {
+	c.mu.Lock()
+	a := c.legs.ClientGone(c.wrote)
+	c.mu.Unlock()
+	c.apply(a)
+}
+
+// wroteSome marks part of the answer written to the client.
+func (c *call) wroteSome() {
+	c.mu.Lock()
+	c.wrote = true
+	c.mu.Unlock()
+}
+
+// judge runs fn on the legs' book under the lock (the stream's events).
+func (c *call) judge(fn func(l *core.Legs)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fn(c.legs)
+}
+
+// done is called once the handler is done with the client: the answer
+// written in full, or the client gone (its writes failed, or the request's
+// context ended).
+func (c *call) done() {
+	if c.r.Context().Err() != nil {
+		c.clientGone()
+	} else {
+		c.mu.Lock()
+		a := c.legs.Answered()
+		c.mu.Unlock()
+		c.apply(a)
+	}
+	c.cancelDecode()
+	close(c.answered)
 }
 
 // maxRefusalBody bounds how much of a refusing engine's error body the
@@ -322,8 +362,8 @@ func (rt *Router) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	if req.Rid == "" {
 		req.Rid = fmt.Sprintf("gen-%016x", room)
 	}
-	resp, done, err := rt.dispatch(r, req)
-	defer done()
+	resp, c, err := rt.dispatch(r, req)
+	defer c.done()
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "decode: "+err.Error())
 		return
@@ -337,6 +377,7 @@ func (rt *Router) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
+			c.wroteSome()
 			_, _ = w.Write(buf[:n])
 			if flusher != nil {
 				flusher.Flush()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/engine/core"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
@@ -82,8 +83,8 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	req := contract.GenerateRequest{Rid: rid, Text: model.ChatPrompt(msgs), SamplingParams: contract.SamplingParams{MaxNewTokens: maxTokens},
 		Stream: true, BootstrapRoom: &room}
-	resp, done, err := rt.dispatch(r, req)
-	defer done()
+	resp, c, err := rt.dispatch(r, req)
+	defer c.done()
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "decode: "+err.Error())
 		return
@@ -91,7 +92,7 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 	defer resp.Body.Close()
 	w.Header().Set(contract.RoomHeader, strconv.FormatUint(room, 10))
 	if resp.StatusCode != http.StatusOK {
-		rt.probes.Hit(contract.ProbeRouterDecodeErrorStatus)
+		c.judge(func(l *core.Legs) { l.DecodeError(false) })
 		var eb contract.ErrorBody
 		if json.NewDecoder(resp.Body).Decode(&eb) != nil || eb.Error.Message == "" {
 			eb.Error.Message = "decode answered " + resp.Status
@@ -126,11 +127,11 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 			Error *contract.ErrorDetail `json:"error"`
 		}
 		if json.Unmarshal(data, &ev) != nil {
-			rt.probes.Hit(contract.ProbeRouterBadEvent)
+			c.judge((*core.Legs).BadEvent)
 			return true
 		}
 		if ev.Error != nil {
-			rt.probes.Hit(contract.ProbeRouterUpstreamError)
+			c.judge(func(l *core.Legs) { l.DecodeError(true) })
 			upstreamErr = ev.Error
 			return false
 		}
@@ -138,10 +139,11 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		text, meta = ev.Text, ev.MetaInfo
 		finished = ev.MetaInfo.FinishReason != nil
 		if cr.Stream && delta != "" {
-			c := base
-			c.Object = "chat.completion.chunk"
-			c.Choices = []chatChoice{{Delta: &chatDelta{Content: delta}}}
-			send(c)
+			chunk := base
+			chunk.Object = "chat.completion.chunk"
+			chunk.Choices = []chatChoice{{Delta: &chatDelta{Content: delta}}}
+			c.wroteSome()
+			send(chunk)
 		}
 		return true
 	})
@@ -151,8 +153,9 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		// drops the connection instead of keeping it for the next request.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBodyTail))
 	}
-	if upstreamErr == nil && !finished {
-		rt.probes.Hit(contract.ProbeRouterStreamEndedEarly)
+	early := false
+	c.judge(func(l *core.Legs) { early = l.StreamEnded(finished, upstreamErr != nil) })
+	if early {
 		msg := "decode stream ended early"
 		if err != nil {
 			msg += ": " + err.Error()
@@ -170,10 +173,10 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 	reason := "length"
 	usage := &chatUsage{PromptTokens: meta.PromptTokens, CompletionTokens: meta.CompletionTokens, TotalTokens: meta.PromptTokens + meta.CompletionTokens}
 	if cr.Stream {
-		c := base
-		c.Object = "chat.completion.chunk"
-		c.Choices = []chatChoice{{Delta: &chatDelta{}, FinishReason: &reason}}
-		send(c)
+		last := base
+		last.Object = "chat.completion.chunk"
+		last.Choices = []chatChoice{{Delta: &chatDelta{}, FinishReason: &reason}}
+		send(last)
 		if cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage {
 			u := base
 			u.Object = "chat.completion.chunk"

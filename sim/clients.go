@@ -9,6 +9,7 @@ import (
 
 	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/engine/core"
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
@@ -36,7 +37,8 @@ type request struct {
 	plan                outcome.CancelKind
 	cancelAt            int // tokens before a decode-phase cancel
 	ended               bool
-	pLive, dLive        bool // still running on prefill / decode
+	pLive, dLive        bool       // still running on prefill / decode
+	legs                *core.Legs // the router's book on its two legs
 	onEnd               func()
 }
 
@@ -211,6 +213,7 @@ func (s *run) send(req *request) {
 	req.toP, req.toD, req.fromD = contract.LinkRouterPrefill+"#"+req.rid, contract.LinkRouterDecode+"#"+req.rid, contract.LinkRouterDecode+"#"+req.rid+"<"
 	req.start = s.now
 	req.pLive, req.dLive = true, true
+	req.legs = core.NewLegs(s.rprobes)
 	s.tracef("router", "send rid=%s room=%d agent=%d tokens=%d max=%d plan=%q", req.rid, req.room, req.agent, len(req.tokens), req.maxNew, req.plan)
 	desc := s.describe("generate ", req.rid)
 	s.transmit(req.toP, &msg{kind: "http", room: req.room, desc: desc, deliver: func() { s.prefillGenerate(req) }})
@@ -243,16 +246,14 @@ func (s *run) prefillGenerate(req *request) {
 		req.pLive = false
 		refusal := err.Error()
 		s.transmit(req.toP+"<", &msg{kind: "http", room: req.room, desc: s.describe("error 400 ", req.rid), deliver: func() {
-			s.rprobes.Hit(contract.ProbeRouterPrefillFailed)
-			if req.ended || req.got > 0 || !req.dLive {
-				return // decode answered first: its answer is the client's
+			refused, a := req.legs.PrefillAnswered(400)
+			if !refused {
+				return // decode answered first (its answer is the client's), or the client left
 			}
-			// Prefill refused it outright before decode answered: the
-			// router cancels decode's leg rather than leave it to its
-			// waiting timeout, and the client gets the refusal.
-			s.rprobes.Hit(contract.ProbeRouterPrefillRefused)
 			s.end(req, outcome.Outcome{Kind: outcome.KindError, Status: 400, Message: refusal})
-			s.closeDecode(req)
+			if a.CancelDecode {
+				s.closeDecode(req)
+			}
 		}})
 		return
 	}
@@ -274,11 +275,14 @@ func (s *run) decodeGenerate(req *request) {
 		req.dLive = false
 		msg := err.Error()
 		s.toClient(req, "error 400", func() {
-			// Decode refused it outright: the router cancels prefill's
-			// leg rather than leave it to its bootstrap timeout.
-			s.rprobes.Hit(contract.ProbeRouterDecodeRefused)
+			usePrefill, a := req.legs.DecodeAnswered(400)
+			if usePrefill {
+				return // prefill's refusal came first and was the answer
+			}
 			s.onError(req, 400, msg)
-			s.closePrefill(req)
+			if a.CancelPrefill {
+				s.closePrefill(req)
+			}
 		})
 		return
 	}
@@ -297,6 +301,7 @@ func (s *run) onToken(req *request, piece string, done bool) {
 	}
 	if req.got == 0 {
 		req.first = s.now
+		req.legs.DecodeAnswered(200)
 	}
 	req.got++
 	req.answer.WriteString(piece)
@@ -340,11 +345,7 @@ func (s *run) promptSeed(req *request) uint64 {
 func (s *run) onError(req *request, status int, message string) {
 	// Decode's error reaches the router as a status before any token, or
 	// as an error event in a stream already started.
-	if req.got > 0 {
-		s.rprobes.Hit(contract.ProbeRouterUpstreamError)
-	} else {
-		s.rprobes.Hit(contract.ProbeRouterDecodeErrorStatus)
-	}
+	req.legs.DecodeError(req.got > 0)
 	if !req.ended {
 		s.end(req, outcome.Outcome{Kind: outcome.KindError, Status: status, Message: message})
 	}
@@ -387,13 +388,11 @@ func (s *run) abortRequest(req *request) {
 	s.tracef("client", "abort_request rid=%s room=%d tokens=%d", req.rid, req.room, req.got)
 	desc := s.describe("abort_request ", req.rid)
 	s.transmit(linkAbortPrefill+"#"+req.rid, &msg{kind: "http", room: req.room, desc: desc, deliver: func() {
-		s.pprobes.Hit(contract.ProbePrefillAbortEndpoint)
-		s.p.Abort(s.wall(), req.rid)
+		s.p.OnAbortRequest(s.wall(), req.rid)
 		s.kick(&s.pSched)
 	}})
 	s.transmit(linkAbortDecode+"#"+req.rid, &msg{kind: "http", room: req.room, desc: desc, deliver: func() {
-		s.dprobes.Hit(contract.ProbeDecodeAbortEndpoint)
-		s.d.Abort(s.wall(), req.rid)
+		s.d.OnAbortRequest(s.wall(), req.rid)
 		s.kick(&s.dSched)
 	}})
 }
@@ -405,18 +404,20 @@ const (
 	linkAbortDecode  = "client-decode"
 )
 
+// closeUpstream is the router seeing its client gone: Legs says which legs
+// it closes.
 func (s *run) closeUpstream(req *request) {
-	// As the live router counts them: a client gone before its answer was
-	// written while prefill's leg still ran, and, when tokens had reached
-	// it, gone mid-answer too.
-	if req.pLive {
-		s.rprobes.Hit(contract.ProbeRouterClientLeftEarly)
-		if req.got > 0 {
-			s.rprobes.Hit(contract.ProbeRouterClientLeftMidAnswer)
-		}
+	a := req.legs.ClientGone(req.got > 0)
+	if a.CancelPrefill {
+		// The router's prefill request ends with the cancel (no answer),
+		// unless prefill had answered already.
+		req.legs.PrefillAnswered(0)
+		s.closePrefill(req)
 	}
-	s.closePrefill(req)
-	s.closeDecode(req)
+	if a.CancelDecode {
+		req.legs.DecodeAnswered(0)
+		s.closeDecode(req)
+	}
 }
 
 // closePrefill is the router closing prefill's leg of req.
@@ -428,11 +429,8 @@ func (s *run) closePrefill(req *request) {
 		}
 		req.pLive = false
 		delete(s.pwait, req.rid)
-		s.pprobes.Hit(contract.ProbePrefillClientGone)
 		s.tracef("prefill/http", "client gone rid=%s: abort", req.rid)
-		if !s.p.Abort(s.wall(), req.rid) {
-			s.p.ClientGone(s.wall(), req.room, req.rid)
-		}
+		s.p.OnClientGone(s.wall(), req.room, req.rid)
 		s.kick(&s.pSched)
 	}})
 }
@@ -445,9 +443,8 @@ func (s *run) closeDecode(req *request) {
 		}
 		req.dLive = false
 		delete(s.streams, req.rid)
-		s.dprobes.Hit(contract.ProbeDecodeClientGone)
 		s.tracef("decode/http", "client gone rid=%s: abort", req.rid)
-		s.d.Abort(s.wall(), req.rid)
+		s.d.OnClientGone(s.wall(), req.rid)
 		s.kick(&s.dSched)
 	}})
 }
@@ -455,6 +452,9 @@ func (s *run) closeDecode(req *request) {
 // end records the request's one outcome.
 func (s *run) end(req *request, o outcome.Outcome) {
 	req.ended = true
+	if req.legs != nil && (o.Kind == outcome.KindCompleted || o.Kind == outcome.KindError) {
+		req.legs.Answered() // decode's leg is over: nothing left to close
+	}
 	if req.abortSent && (o.Kind == outcome.KindCompleted || o.Kind == outcome.KindError) {
 		// The answer read on after the client's abort_request: that
 		// cancel's outcome, however the answer ended.

@@ -161,9 +161,11 @@ func (s *run) prefillFinish(fin []core.Finish) {
 		if req, ok := s.pwait[f.Rid]; ok {
 			delete(s.pwait, f.Rid)
 			req.pLive = false
+			status := 200
 			if f.Err != nil {
-				s.rprobes.Hit(contract.ProbeRouterPrefillFailed)
+				status = 500 // as the live prefill answers a failed room
 			}
+			req.legs.PrefillAnswered(status)
 		}
 	}
 	s.prefillOut()
@@ -353,7 +355,15 @@ func (s *run) decodeStep() {
 			delete(s.streams, f.Rid)
 			req.dLive = false
 			msg := fmt.Sprintf("decode room %d: %v", f.Room, f.Err)
-			s.toClient(req, "error 500", func() { s.onError(req, 500, msg) })
+			s.toClient(req, "error 500", func() {
+				if req.got == 0 {
+					// The error is the answer's head (a stream not started).
+					if usePrefill, _ := req.legs.DecodeAnswered(500); usePrefill {
+						return
+					}
+				}
+				s.onError(req, 500, msg)
+			})
 		}
 	}
 	if errors.Is(err, core.ErrCollectiveHang) {
@@ -420,19 +430,13 @@ func (s *run) notifyStep(rank int) {
 }
 
 // heartbeat is decode's check of prefill's /health, judged by
-// core.Heartbeat as the live heartbeat loop does: a frozen prefill misses;
+// core's OnHeartbeat as the live heartbeat loop does: a frozen prefill misses;
 // core.HeartbeatFailures misses in a row fail its rooms, retire decode's
 // name towards it and forget its route, so the next request resolves it
 // afresh and every rank registers the new name on a new connection.
 func (s *run) heartbeat() {
 	if s.routed && !s.frozen("decode") {
-		ok := !s.frozen("prefill")
-		if !ok {
-			s.dprobes.Hit(contract.ProbeDecodeHeartbeatMiss)
-		}
-		if s.beats.Observe(bootstrapAddr, ok) {
-			s.dprobes.Hit(contract.ProbeDecodePrefillLost)
-			n := s.d.OnPrefillLost(s.wall(), bootstrapAddr)
+		if lost, n := s.d.OnHeartbeat(s.wall(), bootstrapAddr, !s.frozen("prefill")); lost {
 			s.tracef("decode/heartbeat", "prefill lost: %d rooms failed, epoch now %d", n, s.d.Epoch(bootstrapAddr))
 			s.routed = false
 			s.kick(&s.dSched)

@@ -67,7 +67,6 @@ type run struct {
 	workers                 [][]*worker
 	helloNeeded             []bool // per rank: the next control message opens a connection
 	routed                  bool   // decode has resolved prefill's route
-	beats                   core.Heartbeat
 
 	streams map[string]*request
 	pwait   map[string]*request

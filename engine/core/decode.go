@@ -161,6 +161,8 @@ type Decode struct {
 	// retired one from one decode never gave (decode_peers.go).
 	epochs map[string]int
 	names  map[string]agentName
+	// beats counts each prefill peer's missed heartbeats (OnHeartbeat).
+	beats Heartbeat
 
 	// TransferFailed counts requests whose transfer failed or timed out.
 	TransferFailed int64
@@ -239,6 +241,23 @@ func (d *Decode) Add(now time.Time, rid string, room uint64, bootstrap string, t
 }
 
 func (d *Decode) pagesFor(tokens int) int { return (tokens + d.cfg.PageSize - 1) / d.cfg.PageSize }
+
+// OnClientGone is decode's HTTP handler seeing its client (the router) go
+// away before the whole answer: the request is aborted.
+func (d *Decode) OnClientGone(now time.Time, rid string) {
+	d.probes.Hit(contract.ProbeDecodeClientGone)
+	d.Abort(now, rid)
+}
+
+// OnAbortRequest is POST /abort_request {"rid"}: the request is aborted
+// as if its client had gone. An empty rid matches nothing (SGLang answers
+// 200 whatever matched).
+func (d *Decode) OnAbortRequest(now time.Time, rid string) {
+	if rid != "" {
+		d.probes.Hit(contract.ProbeDecodeAbortEndpoint)
+		d.Abort(now, rid)
+	}
+}
 
 // Abort is decode's abort_request (client disconnect). The fixed engine
 // applies it on every rank at the start of the next step.

@@ -27,8 +27,8 @@ const HeartbeatFailures = 2
 // lost, and a 200 resets the count. The count also resets once a peer is
 // declared lost, so a peer that comes back is judged afresh (without it, a
 // second loss of the same peer would never be declared: the count would
-// run past the threshold instead of reaching it). Pure: the runtime probes
-// and reports each answer. The zero value is ready.
+// run past the threshold instead of reaching it). Decode.OnHeartbeat
+// feeds it each answer the runtime got. The zero value is ready.
 type Heartbeat struct {
 	misses map[string]int
 }

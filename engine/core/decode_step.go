@@ -517,6 +517,23 @@ func (d *Decode) Holding(rank int) int {
 // Ranks returns the number of TP ranks.
 func (d *Decode) Ranks() int { return len(d.ranks) }
 
+// OnHeartbeat judges one heartbeat to prefill peer bootstrap (ok: it
+// answered 200 in time) as SGLang's heartbeat thread does, and when this
+// miss declares the peer lost, handles the loss (OnPrefillLost). It
+// reports whether the peer was lost and how many rooms that failed; the
+// runtime then forgets the peer's route and closes its connections.
+func (d *Decode) OnHeartbeat(now time.Time, bootstrap string, ok bool) (lost bool, failed int) {
+	if !ok {
+		d.probes.Hit(contract.ProbeDecodeHeartbeatMiss)
+	}
+	lost = d.beats.Observe(bootstrap, ok)
+	if lost {
+		d.probes.Hit(contract.ProbeDecodePrefillLost)
+		failed = d.OnPrefillLost(now, bootstrap)
+	}
+	return lost, failed
+}
+
 // OnPrefillLost is the heartbeat's verdict that the prefill behind
 // bootstrap is gone: every room paired with it that has not finished its
 // transfer fails now instead of waiting for the waiting timeout, and

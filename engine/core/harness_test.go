@@ -50,6 +50,7 @@ type rig struct {
 	dfin    map[string][]error // decode finishes per rid
 	ctlErrs []error            // errors returned by Prefill.OnControl
 	hangs   int                // Decode.Step calls that returned ErrCollectiveHang
+	router  ProbeCounts        // what scripted core.Legs count
 }
 
 type rigOpts struct {

@@ -224,6 +224,26 @@ func (p *Prefill) Abort(now time.Time, rid string) bool {
 	return true
 }
 
+// OnClientGone is prefill's HTTP handler seeing its client (the router)
+// go away before the answer: the request is aborted or, when prefill no
+// longer holds it, the late cancel is recorded on its room.
+func (p *Prefill) OnClientGone(now time.Time, room uint64, rid string) {
+	p.probes.Hit(contract.ProbePrefillClientGone)
+	if !p.Abort(now, rid) {
+		p.ClientGone(now, room, rid)
+	}
+}
+
+// OnAbortRequest is POST /abort_request {"rid"}: the request is aborted
+// as if its client had gone. An empty rid matches nothing (SGLang answers
+// 200 whatever matched).
+func (p *Prefill) OnAbortRequest(now time.Time, rid string) {
+	if rid != "" {
+		p.probes.Hit(contract.ProbePrefillAbortEndpoint)
+		p.Abort(now, rid)
+	}
+}
+
 // ClientGone records that the client of a request prefill has already
 // finished went away: its cancel reached prefill after the room ended.
 func (p *Prefill) ClientGone(now time.Time, room uint64, rid string) {

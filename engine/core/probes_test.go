@@ -13,11 +13,12 @@ import (
 	"github.com/pdchaos/pdchaos/engine/model"
 )
 
-// hits is the rig's probe counts, prefill's and decode's together, by name.
+// hits is the rig's probe counts, prefill's, decode's and the router's
+// together, by name.
 func (r *rig) hits() map[string]int64 {
 	out := map[string]int64{}
 	for _, p := range contract.Probes() {
-		if n := r.p.Probes().Count(p.ID) + r.d.Probes().Count(p.ID); n > 0 {
+		if n := r.p.Probes().Count(p.ID) + r.d.Probes().Count(p.ID) + r.router.Count(p.ID); n > 0 {
 			out[p.Name] = n
 		}
 	}
@@ -209,6 +210,56 @@ func orphanMetadata(r *rig) {
 	r.finish()
 }
 
+// clientGoneAndAbortRequests: the router's connections to both engines
+// go away for one request, and /abort_request names another on both; an
+// empty rid matches nothing.
+func clientGoneAndAbortRequests(r *rig) {
+	r.add("gone", 71, prompt(71, 80), 4)
+	r.add("asked", 72, prompt(72, 80), 4)
+	r.stepD()
+	r.p.OnClientGone(r.now, 71, "gone")
+	r.d.OnClientGone(r.now, "gone")
+	r.p.OnAbortRequest(r.now, "asked")
+	r.d.OnAbortRequest(r.now, "asked")
+	r.p.OnAbortRequest(r.now, "")
+	r.d.OnAbortRequest(r.now, "")
+	r.collect()
+	r.finish()
+}
+
+// heartbeatsLost: prefill misses decode's heartbeats until it is declared
+// lost, with a room paired.
+func heartbeatsLost(r *rig) {
+	r.add("hb", 73, prompt(73, 80), 4)
+	r.stepD()
+	for i := 0; i < HeartbeatFailures; i++ {
+		if lost, _ := r.d.OnHeartbeat(r.now, testBootstrap, false); lost != (i == HeartbeatFailures-1) {
+			r.t.Fatalf("miss %d: lost %v", i+1, lost)
+		}
+	}
+	r.collect()
+	r.finish()
+}
+
+// routerLegs runs the router's book through refusals on each side, a
+// failed decode, a client leaving mid-answer and a broken stream.
+func routerLegs(r *rig) {
+	l := NewLegs(&r.router)
+	l.PrefillAnswered(400)
+	l.DecodeAnswered(0)
+	l = NewLegs(&r.router)
+	l.DecodeAnswered(400)
+	l.DecodeError(false)
+	l = NewLegs(&r.router)
+	l.DecodeAnswered(0)
+	l = NewLegs(&r.router)
+	l.DecodeAnswered(200)
+	l.BadEvent()
+	l.DecodeError(true)
+	l.StreamEnded(false, false)
+	l.ClientGone(true)
+}
+
 func probeCases() []probeCase {
 	malformed := func(r *rig) {
 		r.p.OnControl(r.now, 0, [][]byte{[]byte("junk")})
@@ -312,6 +363,12 @@ func probeCases() []probeCase {
 		{"failed-before-forward", rigOpts{}, failBeforeForward, []string{"prefill/failed-before-forward", "prefill/local-abort"}},
 		{"abort-before-metadata", rigOpts{}, abortBeforeMetadata, []string{"prefill/metadata-after-failure", "decode/fail-notice"}},
 		{"tp2-duplicate-ack", rigOpts{ranks: 2}, twoRanksDoubleAck, []string{"decode/ack-duplicate", "decode/ack-frees-pages"}},
+		{"client-gone-and-abort-requests", rigOpts{}, clientGoneAndAbortRequests, []string{"prefill/client-gone", "decode/client-gone",
+			"prefill/abort-endpoint", "decode/abort-endpoint", "prefill/local-abort", "decode/abort"}},
+		{"heartbeats-lost", rigOpts{}, heartbeatsLost, []string{"decode/heartbeat-miss", "decode/prefill-lost", "decode/prefill-lost-room"}},
+		{"router-legs", rigOpts{}, routerLegs, []string{"router/prefill-failed", "router/prefill-refused", "router/decode-refused",
+			"router/decode-failed", "router/decode-error-status", "router/upstream-error", "router/bad-event", "router/stream-ended-early",
+			"router/client-left-early", "router/client-left-mid-answer"}},
 		// Regression branches: each regression's own probes move.
 		{"abort-before-status", rigOpts{reg: reg(contract.AbortBeforeStatus)}, func(r *rig) { scriptAbortBeforeAdd(r); scriptMetaThenAbort(r) },
 			[]string{"prefill/abort-dropped", "prefill/failed-revived"}},
