@@ -153,6 +153,9 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		// drops the connection instead of keeping it for the next request.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBodyTail))
 	}
+	if r.Context().Err() != nil {
+		c.clientGone() // why decode's stream was cut, whichever goroutine saw it first
+	}
 	early := false
 	c.judge(func(l *core.Legs) { early = l.StreamEnded(finished, upstreamErr != nil) })
 	if early {

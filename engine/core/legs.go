@@ -96,9 +96,10 @@ func (l *Legs) BadEvent() { l.probes.Hit(contract.ProbeRouterBadEvent) }
 
 // StreamEnded records the end of decode's stream and reports whether it
 // ended early: neither a finish reason nor an error event came, so the
-// client must be told its answer broke off.
+// client must be told its answer broke off. A stream cut because the
+// client left is that cancel, not an early end.
 func (l *Legs) StreamEnded(finished, errored bool) (early bool) {
-	if !finished && !errored {
+	if !finished && !errored && !l.over {
 		l.probes.Hit(contract.ProbeRouterStreamEndedEarly)
 		early = true
 	}

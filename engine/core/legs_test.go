@@ -89,6 +89,10 @@ func TestLegsJudgeTheStream(t *testing.T) {
 			t.Errorf("StreamEnded(%v, %v) = %v, want %v", c.finished, c.errored, got, c.early)
 		}
 	}
+	l.ClientGone(true)
+	if l.StreamEnded(false, false) {
+		t.Error("a stream cut by the client leaving counted as ended early")
+	}
 	for id, want := range map[contract.ProbeID]int64{contract.ProbeRouterBadEvent: 1, contract.ProbeRouterDecodeErrorStatus: 1,
 		contract.ProbeRouterUpstreamError: 1, contract.ProbeRouterStreamEndedEarly: 1} {
 		if n := pc.Count(id); n != want {
