@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -81,8 +82,11 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		}
 		rid = cr.Rid
 	}
+	// Decode streams only when the client does, as the model gateway
+	// forwards the client's stream flag: a whole answer is one JSON value
+	// instead of an event per token.
 	req := contract.GenerateRequest{Rid: rid, Text: model.ChatPrompt(msgs), SamplingParams: contract.SamplingParams{MaxNewTokens: maxTokens},
-		Stream: true, BootstrapRoom: &room}
+		Stream: cr.Stream, BootstrapRoom: &room}
 	resp, c, err := rt.dispatch(r, req)
 	defer c.done()
 	if err != nil {
@@ -121,7 +125,7 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		first.Choices = []chatChoice{{Delta: &chatDelta{Role: "assistant"}}}
 		send(first)
 	}
-	err = readEvents(resp.Body, func(data []byte) bool {
+	onEvent := func(data []byte) bool {
 		var ev struct {
 			contract.GenerateChunk
 			Error *contract.ErrorDetail `json:"error"`
@@ -146,7 +150,12 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 			send(chunk)
 		}
 		return true
-	})
+	}
+	if cr.Stream {
+		err = readEvents(resp.Body, onEvent)
+	} else {
+		err = readAnswer(resp.Body, onEvent)
+	}
 	if err == nil {
 		// Decode's stream has ended ([DONE] or an error event, after which
 		// decode returns): read its last bytes too, or closing the body
@@ -197,4 +206,21 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 	base.Choices = []chatChoice{{Message: &chatDelta{Role: "assistant", Content: text}, FinishReason: &reason}}
 	base.Usage = usage
 	writeJSON(w, base)
+}
+
+// maxAnswerBody bounds a whole (not streamed) answer from decode.
+const maxAnswerBody = 64 << 20
+
+// readAnswer reads decode's whole answer to a request that did not stream
+// and hands it to fn as the one event. A body cut short is the read error
+// (fn is not called), as a broken stream is for readEvents.
+func readAnswer(body io.Reader, fn func(data []byte) bool) error {
+	b, err := io.ReadAll(io.LimitReader(body, maxAnswerBody))
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(b)) > 0 {
+		fn(b)
+	}
+	return nil
 }

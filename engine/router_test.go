@@ -63,6 +63,65 @@ func TestRouterReportsADecodeStreamThatEndsEarly(t *testing.T) {
 	}
 }
 
+// A client that does not stream gets decode's whole answer, asked for
+// without streaming (the gateway forwards the client's stream flag); an
+// answer cut off is an error naming the broken read, not a short answer.
+func TestRouterPlainAnswerFromDecode(t *testing.T) {
+	const whole = `{"text":"a b","meta_info":{"prompt_tokens":1,"completion_tokens":2,"finish_reason":{"type":"length","length":2}}}`
+	for _, tc := range []struct {
+		name   string
+		decode func(w http.ResponseWriter)
+		status int
+		text   string
+		err    string
+	}{
+		{"whole", func(w http.ResponseWriter) { fmt.Fprint(w, whole) }, http.StatusOK, "a b", ""},
+		{"cut", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Length", "500")
+			fmt.Fprint(w, whole[:20])
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		}, http.StatusInternalServerError, "", "decode stream ended early: unexpected EOF"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testkit.NoLeaks(t)
+			prefill := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+			t.Cleanup(prefill.Close)
+			var streamed atomic.Value
+			decode := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var req contract.GenerateRequest
+				_ = json.NewDecoder(r.Body).Decode(&req)
+				streamed.Store(req.Stream)
+				w.Header().Set("Content-Type", "application/json")
+				tc.decode(w)
+			}))
+			t.Cleanup(decode.Close)
+			rt := startTestRouter(t, prefill, decode)
+			resp, err := http.Post("http://"+rt.Addr()+contract.PathChatCompletions, "application/json",
+				strings.NewReader(`{"model":"m","max_tokens":2,"messages":[{"role":"user","content":"x"}]}`))
+			must(t, err)
+			defer resp.Body.Close()
+			var body struct {
+				Choices []struct {
+					Message struct{ Content string } `json:"message"`
+				} `json:"choices"`
+				Error struct{ Message string } `json:"error"`
+			}
+			must(t, json.NewDecoder(resp.Body).Decode(&body))
+			if s, _ := streamed.Load().(bool); s {
+				t.Error("decode was asked to stream for a client that does not")
+			}
+			text := ""
+			if len(body.Choices) > 0 {
+				text = body.Choices[0].Message.Content
+			}
+			if resp.StatusCode != tc.status || text != tc.text || body.Error.Message != tc.err {
+				t.Fatalf("status %d, answer %q, error %q; want %d, %q, %q", resp.StatusCode, text, body.Error.Message, tc.status, tc.text, tc.err)
+			}
+		})
+	}
+}
+
 // A client's rid reaches both engines as the request's rid; when decode
 // refuses the request outright (4xx: a rid it still holds), the router
 // cancels prefill's leg at once instead of leaving the room to prefill's
