@@ -35,6 +35,16 @@ type EngineConfig struct {
 	// unknown-room-waiting race in). The bytes land on decode half-way
 	// through. Default 0: at once.
 	KVWriteLatency time.Duration `yaml:"kv_write_latency" json:"kv_write_latency"`
+	// PushQueueLen is how many control messages a role queues for one
+	// peer's ZMTP PUSH sender while it dials or writes (decode's
+	// registrations, TransferInfo and ABORTs to a prefill rank; prefill's
+	// statuses and ABORT_ACKs to a decode rank), like a ZeroMQ PUSH
+	// socket's send high-water mark (ZMQ_SNDHWM, 1000 in libzmq): past it
+	// a message is dropped and counted (the probes
+	// decode/control-queue-full and prefill/notice-queue-full), and the
+	// engine's deadlines end the rooms it would have moved. Default
+	// DefaultPushQueueLen; at most MaxPushQueueLen.
+	PushQueueLen int `yaml:"push_queue_len" json:"push_queue_len"`
 	// Pages is the decode KV pool per rank; default 16384.
 	Pages int `yaml:"pages" json:"pages"`
 	// MaxNewTokens is used when a request does not say; default 16.
@@ -94,6 +104,14 @@ type EngineConfig struct {
 // connection per transfer worker.
 const MaxKVPostedWrites = 16
 
+// DefaultPushQueueLen is EngineConfig.PushQueueLen's default: deep enough
+// that no burst of one healthy run fills it.
+const DefaultPushQueueLen = 8192
+
+// MaxPushQueueLen bounds EngineConfig.PushQueueLen: each peer's queue is
+// allocated whole when its sender starts.
+const MaxPushQueueLen = 1 << 16
+
 // DefaultEngineConfig is the zero config resolved: every setting's
 // default, from Resolve's one list of them (flags and docs derive theirs
 // from it rather than repeat it).
@@ -115,7 +133,7 @@ func (c EngineConfig) Resolve() (EngineConfig, Regressions, error) {
 		v   int
 	}{{"tp", c.TP}, {"transfer_workers", c.TransferWorkers}, {"page_size", c.PageSize}, {"chunk_pages", c.ChunkPages},
 		{"pages", c.Pages}, {"max_new_tokens", c.MaxNewTokens}, {"decode_log_interval", c.DecodeLogInterval},
-		{"kv_posted_writes", c.KVPostedWrites}} {
+		{"kv_posted_writes", c.KVPostedWrites}, {"push_queue_len", c.PushQueueLen}} {
 		if f.v < 0 {
 			return c, nil, fmt.Errorf("%s: %d must not be negative (0 takes the default)", f.key, f.v)
 		}
@@ -159,6 +177,12 @@ func (c EngineConfig) Resolve() (EngineConfig, Regressions, error) {
 	}
 	if c.KVPostedWrites > MaxKVPostedWrites {
 		return c, nil, fmt.Errorf("kv_posted_writes: %d is over the limit of %d", c.KVPostedWrites, MaxKVPostedWrites)
+	}
+	if c.PushQueueLen == 0 {
+		c.PushQueueLen = DefaultPushQueueLen
+	}
+	if c.PushQueueLen > MaxPushQueueLen {
+		return c, nil, fmt.Errorf("push_queue_len: %d is over the limit of %d", c.PushQueueLen, MaxPushQueueLen)
 	}
 	if c.MaxNewTokens == 0 {
 		c.MaxNewTokens = 16

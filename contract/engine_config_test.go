@@ -41,6 +41,27 @@ func TestConfigPostedWrites(t *testing.T) {
 	}
 }
 
+// push_queue_len defaults to DefaultPushQueueLen (8192, the engine's queue
+// before it was a setting), is bounded and refuses negatives, naming the
+// field.
+func TestConfigPushQueueLen(t *testing.T) {
+	t.Parallel()
+	c, _, err := EngineConfig{}.Resolve()
+	if err != nil || c.PushQueueLen != DefaultPushQueueLen || DefaultPushQueueLen != 8192 {
+		t.Fatalf("default push_queue_len %d (%v), want 8192", c.PushQueueLen, err)
+	}
+	for _, n := range []int{-1, MaxPushQueueLen + 1} {
+		if _, _, err := (EngineConfig{PushQueueLen: n}).Resolve(); err == nil || !strings.Contains(err.Error(), "push_queue_len") {
+			t.Fatalf("push_queue_len %d: %v, want an error naming the field", n, err)
+		}
+	}
+	for _, n := range []int{1, 4, MaxPushQueueLen} {
+		if c, _, err := (EngineConfig{PushQueueLen: n}).Resolve(); err != nil || c.PushQueueLen != n {
+			t.Fatalf("push_queue_len %d: %d, %v", n, c.PushQueueLen, err)
+		}
+	}
+}
+
 // kv_write_latency defaults to writes that land at once and must not be
 // negative.
 func TestConfigWriteLatency(t *testing.T) {

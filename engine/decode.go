@@ -96,7 +96,7 @@ func startDecode(ctx context.Context, cfg contract.EngineConfig, addrs DecodeAdd
 		streams: map[string]*decodeStream{}, routes: map[string][]string{}, hello: map[string]helloRef{},
 		wake: make(chan struct{}, 1), probes: &core.ProbeCounts{}}
 	d.ctx, d.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	d.control = newPushPool(d.ctx, links, d.helloFor, d.probes, contract.SideDecode)
+	d.control = newPushPool(d.ctx, links, d.helloFor, d.probes, contract.SideDecode, cfg.PushQueueLen)
 	tr := &http.Transport{DialContext: links.dial, MaxIdleConnsPerHost: 4}
 	d.client = &http.Client{Transport: tr, Timeout: 3 * time.Second}
 	links.watch(tr.CloseIdleConnections)

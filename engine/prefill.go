@@ -85,7 +85,7 @@ func startPrefill(ctx context.Context, cfg contract.EngineConfig, addrs PrefillA
 			Probes: probes}, hist),
 		waiters: map[string]chan error{}, wake: make(chan struct{}, 1)}
 	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	p.notify = newPushPool(p.ctx, links, nil, probes, contract.SidePrefill)
+	p.notify = newPushPool(p.ctx, links, nil, probes, contract.SidePrefill, cfg.PushQueueLen)
 	ok := false
 	defer func() {
 		if !ok {

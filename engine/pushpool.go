@@ -31,6 +31,8 @@ type pushPool struct {
 	probes *core.ProbeCounts
 	side   string
 	idle   time.Duration // pushIdle; tests shorten it
+	// queueLen is each peer's queue (EngineConfig.PushQueueLen).
+	queueLen int
 }
 
 // hit counts a lost message under the probe of the pool's side.
@@ -50,8 +52,6 @@ type pushPeer struct {
 	redial atomic.Bool
 }
 
-const pushQueueLen = 8192
-
 // maxPushPeers bounds the peers a pool sends to at once. The addresses
 // come from peers' messages (an ABORT names where its ACK goes), so a
 // hostile peer naming a new address with every message must not grow a
@@ -63,8 +63,10 @@ const maxPushPeers = 256
 // ends and forgets the peer; the next message dials afresh.
 const pushIdle = 30 * time.Second
 
-func newPushPool(ctx context.Context, links *linkTable, hello func(addr string) [][]byte, probes *core.ProbeCounts, side string) *pushPool {
-	return &pushPool{ctx: ctx, links: links, hello: hello, peers: map[string]*pushPeer{}, probes: probes, side: side, idle: pushIdle}
+// newPushPool returns a pool whose peers each queue up to queueLen
+// messages (EngineConfig.PushQueueLen, resolved: at least 1).
+func newPushPool(ctx context.Context, links *linkTable, hello func(addr string) [][]byte, probes *core.ProbeCounts, side string, queueLen int) *pushPool {
+	return &pushPool{ctx: ctx, links: links, hello: hello, peers: map[string]*pushPeer{}, probes: probes, side: side, idle: pushIdle, queueLen: queueLen}
 }
 
 // send queues msg for addr; it never blocks.
@@ -80,7 +82,7 @@ func (p *pushPool) send(addr string, msg [][]byte) {
 			p.dropped.Add(1)
 			return
 		}
-		peer = &pushPeer{addr: addr, q: make(chan [][]byte, pushQueueLen)}
+		peer = &pushPeer{addr: addr, q: make(chan [][]byte, p.queueLen)}
 		p.peers[addr] = peer
 		p.wg.Add(1)
 		go p.run(peer)

@@ -100,6 +100,8 @@ func addEngineFlags(fl *pflag.FlagSet, f *engineFlags) {
 	fl.IntVar(&f.cfg.KVPostedWrites, "kv-posted-writes", def.KVPostedWrites,
 		fmt.Sprintf("KV writes of one room a transfer worker keeps outstanding, each on its own connection (at most %d)", contract.MaxKVPostedWrites))
 	fl.DurationVar(&f.cfg.KVWriteLatency, "kv-write-latency", def.KVWriteLatency, "how long a posted KV write is on the wire: its bytes land on decode half-way, its completion comes back at the end (0: at once)")
+	fl.IntVar(&f.cfg.PushQueueLen, "push-queue-len", def.PushQueueLen,
+		fmt.Sprintf("control messages queued per ZMTP peer (decode to a prefill rank, prefill to a decode rank) before more are dropped, like ZMQ_SNDHWM (at most %d)", contract.MaxPushQueueLen))
 	fl.IntVar(&f.cfg.MaxNewTokens, "max-new-tokens", def.MaxNewTokens, "tokens generated when a request does not say")
 	fl.IntVar(&f.cfg.Pages, "pages", def.Pages, "decode KV pages per rank")
 	fl.Float64Var(&f.cfg.PrefillTokensPerSec, "prefill-tokens-per-sec", def.PrefillTokensPerSec, "prefill speed (0: as fast as possible)")
