@@ -30,6 +30,9 @@ const (
 	// prefill sending decode the Failed status of a room it ended.
 	RoomEventMetadata   = "metadata"
 	RoomEventFailNotice = "fail-notice"
+	// RoomEventSuccessNotice is prefill's Success status sent to decode
+	// over the control plane, on a dialect that carries it there (Mooncake).
+	RoomEventSuccessNotice = "success-notice"
 )
 
 // Backstop is one deadline of the fixed engine: where it runs, what it

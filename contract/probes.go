@@ -111,6 +111,7 @@ const (
 	ProbeDecodeFailNoticeUnknownRoom
 	ProbeDecodeFailNoticeIgnored
 	ProbeDecodeStatusNotFailed
+	ProbeDecodeSuccessNoticeInactive
 	ProbeDecodePrefillLostRoom
 	ProbeDecodePrefillLostPrealloc
 	ProbeDecodeRetiredPeerFreesPages
@@ -352,7 +353,8 @@ func probeTable() []Probe {
 		pp(ProbeDecodeFailNotice, "decode/fail-notice", "prefill reported a held room failed: it fails without waiting for a timeout"),
 		pp(ProbeDecodeFailNoticeUnknownRoom, "decode/fail-notice-unknown-room", "a Failed status for a room decode no longer holds is ignored"),
 		pr(ProbeDecodeFailNoticeIgnored, "decode/fail-notice-ignored", DecodeAbortLeak, "prefill's Failed status is ignored"),
-		pp(ProbeDecodeStatusNotFailed, "decode/status-not-failed", "a status notice other than Failed is ignored"),
+		pp(ProbeDecodeStatusNotFailed, "decode/status-not-failed", "a status notice decode's dialect does not act on is ignored (other than Failed; on Mooncake, other than Failed and Success)"),
+		pp(ProbeDecodeSuccessNoticeInactive, "decode/success-notice-inactive", "a Mooncake Success status for a room decode no longer transfers (aborted, failed, timed out) is ignored"),
 		pp(ProbeDecodePrefillLostRoom, "decode/prefill-lost-room", "a room in transfer paired with a lost prefill (or one whose name decode retired) fails at once"),
 		pp(ProbeDecodePrefillLostPrealloc, "decode/prefill-lost-prealloc", "a room still waiting for pages, paired with a lost prefill, fails at once"),
 		pp(ProbeDecodeRetiredPeerFreesPages, "decode/retired-peer-frees-pages", "an aborted room's held pages are freed when its prefill's name is retired: no write of it can land"),

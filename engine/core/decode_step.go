@@ -428,9 +428,30 @@ func (d *Decode) OnAux(now time.Time, rank int, room uint64) bool {
 }
 
 func (d *Decode) checkDone(now time.Time, rank int, req *DecodeReq) {
-	if req.aux[rank] && req.lastID[rank] >= 0 && len(req.chunks[rank]) == req.lastID[rank]+1 {
-		d.ranks[rank].status.Update(now, req.Room, Success, WriterReceiver, "all chunks and aux received")
+	if !req.aux[rank] || req.lastID[rank] < 0 || len(req.chunks[rank]) != req.lastID[rank]+1 {
+		return
 	}
+	if !d.wire.table().successOnControl {
+		d.ranks[rank].status.Update(now, req.Room, Success, WriterReceiver, "all chunks and aux received")
+	} else if req.succeeded[rank] {
+		d.ranks[rank].status.Update(now, req.Room, Success, WriterReceiver, "all chunks and aux received, and prefill's Success status")
+	}
+}
+
+// onSuccess is a Mooncake Success status from prefill's rank: the room
+// succeeds on that rank once its chunks and aux are in too (they are: the
+// status leaves prefill after their last write completed).
+func (d *Decode) onSuccess(now time.Time, rank int, room uint64) {
+	req, ok := d.byRoom[room]
+	if !ok || req.stage() != stageTransfer {
+		d.probes.Hit(contract.ProbeDecodeSuccessNoticeInactive)
+		if d.hist.Known(room) {
+			d.hist.Note(now, room, "decode", rank, "success-ignored", "Success status for a room decode no longer transfers")
+		}
+		return
+	}
+	req.succeeded[rank] = true
+	d.checkDone(now, rank, req)
 }
 
 // OnNotice handles a message from a prefill rank: an ABORT_ACK releases
@@ -470,6 +491,8 @@ func (d *Decode) OnNotice(now time.Time, rank int, frames [][]byte) error {
 		}
 	case MsgStatus:
 		switch {
+		case n.Status == Success && d.wire.table().successOnControl:
+			d.onSuccess(now, rank, n.Room)
 		case n.Status != Failed:
 			d.probes.Hit(contract.ProbeDecodeStatusNotFailed)
 		case d.cfg.Regressions.On(contract.DecodeAbortLeak):

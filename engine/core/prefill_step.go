@@ -348,16 +348,32 @@ func (p *Prefill) WorkerEnd(now time.Time, rank, w int, err error) {
 		r.status.Update(now, c.Room, Failed, WriterWorker, "transfer error")
 	case c.Last:
 		r.status.Update(now, c.Room, Success, WriterWorker, fmt.Sprintf("last chunk %d done", c.ID))
+		p.successNotice(now, rank, c.Room)
 	default:
 		// Writes posted together complete together: the room succeeds
 		// only once its last chunk and every one before it landed.
 		for _, pc := range r.posted[w] {
 			if pc.Last {
 				r.status.Update(now, c.Room, Success, WriterWorker, fmt.Sprintf("last chunk %d done (%d posted writes)", pc.ID, len(r.posted[w])+1))
+				p.successNotice(now, rank, c.Room)
 			}
 		}
 	}
 	p.release(now, rank, w)
+}
+
+// successNotice tells decode's rank that room's KV is all written, on a
+// dialect whose success travels on the control plane (Mooncake's
+// conclude_transfer), once the room reads Success: a Failed room stays
+// Failed and sends nothing here.
+func (p *Prefill) successNotice(now time.Time, rank int, room uint64) {
+	r := p.ranks[rank]
+	info, ok := r.infos[room]
+	if !p.wire.table().successOnControl || !ok || r.status.Check(room) != Success {
+		return
+	}
+	p.out = append(p.out, Outbound{Rank: rank, To: notifyAddr(info.meta), Frames: p.wire.Status(room, Success, rank, "")})
+	p.hist.Note(now, room, "prefill", rank, contract.RoomEventSuccessNotice, "Success status sent to decode")
 }
 
 func (p *Prefill) release(now time.Time, rank, w int) {

@@ -33,6 +33,12 @@ type dialectTable struct {
 	// unexpectedAbort is why a bootstrap loop that does not know ABORT
 	// dies on one (bootstrap-thread-death).
 	unexpectedAbort string
+	// successOnControl: a room's success travels on the control plane.
+	// Mooncake's conclude_transfer pushes the Success status to decode
+	// over ZMQ and decode's room succeeds on it (once every required
+	// prefill rank sent it); NIXL's success is NIXL/UCX notifications,
+	// here the KV link's aux message alone.
+	successOnControl bool
 }
 
 // NewDialect returns the codec of w; an empty w is NIXL.
@@ -260,7 +266,8 @@ func mooncakeTable() dialectTable {
 		agentName: func(_, kvAddr string) string { return kvAddr },
 		// The Mooncake thread always knew ABORT (#27372); a loop with the
 		// regression on is the NIXL thread of #30352 whatever the layout.
-		unexpectedAbort: "bootstrap loop does not handle " + TagAbort,
+		unexpectedAbort:  "bootstrap loop does not handle " + TagAbort,
+		successOnControl: true,
 	}
 }
 

@@ -176,3 +176,46 @@ func TestNewDialectRejectsUnknown(t *testing.T) {
 		t.Fatalf("empty dialect is %s (%v), want nixl", d.Wire(), err)
 	}
 }
+
+// On Mooncake a room succeeds on decode only once prefill's Success
+// status arrives over the control plane (conclude_transfer), after every
+// chunk and the aux landed; on NIXL the chunks and aux alone do, and no
+// Success goes over ZMQ. A Success for a room decode no longer transfers
+// is ignored.
+func TestSuccessTravelsOnControlOnlyOnMooncake(t *testing.T) {
+	for _, w := range []contract.Wire{contract.WireNIXL, contract.WireMooncake} {
+		t.Run(string(w), func(t *testing.T) {
+			r := newRig(t, rigOpts{wire: w})
+			r.add("s", 81, prompt(81, 80), 4)
+			r.stepD()
+			r.deliverControl()
+			r.stepP()
+			r.runWorkers()
+			r.collect()
+			var successes int
+			for _, n := range r.notices {
+				if m, err := r.d.wire.ParseNotice(n.Frames); err == nil && m.Kind == MsgStatus && m.Status == Success {
+					successes++
+				}
+			}
+			got := r.d.ranks[0].status.Check(81)
+			if w == contract.WireMooncake {
+				if successes != 1 || got == Success {
+					t.Fatalf("before the notice: %d Success statuses queued, decode reads %v; want 1 and not Success", successes, got)
+				}
+				r.deliverNotices()
+				if got := r.d.ranks[0].status.Check(81); got != Success {
+					t.Fatalf("after prefill's Success status decode reads %v", got)
+				}
+				r.d.OnNotice(r.now, 0, r.d.wire.Status(99, Success, 0, ""))
+				if r.d.Probes().Count(contract.ProbeDecodeSuccessNoticeInactive) != 1 {
+					t.Error("a Success for a room decode does not hold was not counted as ignored")
+				}
+			} else if successes != 0 || got != Success {
+				t.Fatalf("%d Success statuses queued, decode reads %v; want 0 and Success", successes, got)
+			}
+			r.finish()
+			r.checkAnswer("s")
+		})
+	}
+}
