@@ -138,6 +138,10 @@ var _ = Describe("pre-release gate", Serial, func() {
 		simulatedPresets(v, cov)
 	})
 
+	Describe("the simulator finds every regression", func() {
+		simulatedRegressions(v, cov)
+	})
+
 	// Last, after every run above (Ginkgo keeps the order of specs inside
 	// one top-level container unless -ginkgo.randomize-all): every code
 	// probe must be hit by some gate run, or be listed in
@@ -158,6 +162,9 @@ var _ = Describe("pre-release gate", Serial, func() {
 			if n, err := simSeeds(); err == nil && n > 0 {
 				for _, p := range presetNames() {
 					want = append(want, simKey(p))
+				}
+				for _, r := range contract.Catalogue() {
+					want = append(want, simRegressionKey(r.Name))
 				}
 			}
 			if missing := cov.missing(want); len(missing) > 0 {
