@@ -241,6 +241,22 @@ func heartbeatsLost(r *rig) {
 	r.finish()
 }
 
+// mooncakeSuccessAfterAbort: on Mooncake, decode gives a room up (its
+// client left) after prefill's last write, before prefill's Success status
+// arrives; the late Success is ignored.
+func mooncakeSuccessAfterAbort(r *rig) {
+	r.add("s", 74, prompt(74, 80), 4)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	r.runWorkers()
+	r.collect()
+	r.abortD("s")
+	r.stepD()
+	r.deliverNotices()
+	r.finish()
+}
+
 // routerLegs runs the router's book through refusals on each side, a
 // failed decode, a client leaving mid-answer and a broken stream.
 func routerLegs(r *rig) {
@@ -365,6 +381,7 @@ func probeCases() []probeCase {
 		{"tp2-duplicate-ack", rigOpts{ranks: 2}, twoRanksDoubleAck, []string{"decode/ack-duplicate", "decode/ack-frees-pages"}},
 		{"client-gone-and-abort-requests", rigOpts{}, clientGoneAndAbortRequests, []string{"prefill/client-gone", "decode/client-gone",
 			"prefill/abort-endpoint", "decode/abort-endpoint", "prefill/local-abort", "decode/abort"}},
+		{"mooncake-success-after-abort", rigOpts{wire: contract.WireMooncake}, mooncakeSuccessAfterAbort, []string{"decode/success-notice-inactive"}},
 		{"heartbeats-lost", rigOpts{}, heartbeatsLost, []string{"decode/heartbeat-miss", "decode/prefill-lost", "decode/prefill-lost-room"}},
 		{"router-legs", rigOpts{}, routerLegs, []string{"router/prefill-failed", "router/prefill-refused", "router/decode-refused",
 			"router/decode-failed", "router/decode-error-status", "router/upstream-error", "router/bad-event", "router/stream-ended-early",
