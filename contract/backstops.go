@@ -188,3 +188,16 @@ func StateMargin(c EngineConfig) time.Duration { return 2*time.Second + 2*c.Chec
 // deadlines: decode sends its TransferInfo once it has pages, which a
 // full KV pool can delay well past one.
 func FailureMemory(c EngineConfig) time.Duration { return 4 * c.BootstrapTimeout }
+
+// HeartbeatFailures is SGLang's HEARTBEAT_MAX_FAILURE: the consecutive
+// missed heartbeats after which decode declares a prefill lost and fails
+// every room paired with it at once.
+const HeartbeatFailures = 2
+
+// PeerLossDetection bounds how long after a prefill stops answering decode
+// declares it lost: a heartbeat every HeartbeatInterval, each waiting up
+// to one interval for its answer, HeartbeatFailures misses in a row (the
+// first tick comes up to one interval after the stop).
+func PeerLossDetection(c EngineConfig) time.Duration {
+	return (HeartbeatFailures + 1) * c.HeartbeatInterval
+}

@@ -100,8 +100,11 @@ type window struct {
 }
 
 func (wn *window) name() string {
-	if wn.f.Link != "" {
+	switch {
+	case wn.f.Link != "":
 		return wn.f.Kind + "@" + wn.f.Link
+	case wn.f.Kind == "sigstop" && wn.f.Role != "":
+		return wn.f.Kind + "(" + wn.f.Role + ")" // as the live process fault names itself
 	}
 	return wn.f.Kind
 }

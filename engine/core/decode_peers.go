@@ -20,7 +20,7 @@ const AbortResends = contract.AbortResends
 
 // HeartbeatFailures is SGLang's HEARTBEAT_MAX_FAILURE: the consecutive
 // missed heartbeats after which decode declares a prefill lost.
-const HeartbeatFailures = 2
+const HeartbeatFailures = contract.HeartbeatFailures
 
 // Heartbeat judges decode's heartbeats to its prefill peers, as SGLang's
 // heartbeat thread does: HeartbeatFailures misses in a row declare a peer

@@ -138,9 +138,19 @@ func checkTimeoutsExplained(v *View) CheckResult {
 			}
 		}
 	}
+	if len(v.Run.Engine.Regressions) == 0 {
+		for _, id := range sortedRooms(recs[contract.SideDecode]) {
+			r := recs[contract.SideDecode][id]
+			if head, at := v.outlivedPeerLoss(r, cfg); head != "" {
+				ev["outlived_peer_loss"]++
+				heads, bad = append(heads, head), append(bad, head+"; history: "+historyLine(r.Events, v.Run.BaseWall))
+				addStuck(contract.SideDecode, r, at)
+			}
+		}
+	}
 	if len(bad) > 0 {
-		res := result(contract.CheckTimeoutsExplained, Fail, ev, "%d unexplained backstops, %d room states past their deadline: %s",
-			ev["unexplained"], ev["states_over_deadline"], joinLimit(heads, 2))
+		res := result(contract.CheckTimeoutsExplained, Fail, ev, "%d unexplained backstops, %d room states past their deadline, %d rooms outliving prefill's loss: %s",
+			ev["unexplained"], ev["states_over_deadline"], ev["outlived_peer_loss"], joinLimit(heads, 2))
 		res.Details, res.Stuck = bad, stuck
 		return res
 	}
@@ -419,6 +429,82 @@ func firings(recs map[string]map[uint64]contract.RoomRecord) []firing {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
 	return out
+}
+
+// outlivedPeerLoss says why a decode room that waited for its KV is a
+// violation when prefill's process was stopped or killed for longer than
+// decode's heartbeats take to declare it lost (contract.PeerLossDetection,
+// plus DefaultFaultMargin): the loss fails every room paired with that
+// prefill at once (SGLang's heartbeat thread), so a room decode had sent
+// its TransferInfo for by then must have ended by then, not waited on
+// for the prefill to come back or for its waiting deadline (300 s on
+// SGLang). "" when that is not the case. Rooms that lived past the
+// moment are judged; one still held at the end is rooms-terminal's.
+func (v *View) outlivedPeerLoss(r contract.RoomRecord, cfg contract.EngineConfig) (string, time.Duration) {
+	if cfg.HeartbeatInterval <= 0 {
+		return "", 0
+	}
+	base := v.Run.BaseWall
+	var paired, last time.Duration = -1, -1
+	for _, e := range r.Events {
+		at := e.At.Sub(base)
+		if e.Kind == contract.RoomEventMetadataSent && paired < 0 {
+			paired = at
+		}
+		last = max(last, at)
+	}
+	if paired < 0 {
+		return "", 0
+	}
+	detect := contract.PeerLossDetection(cfg)
+	for _, w := range v.Faults {
+		if !w.Applied || w.Layer != faults.LayerProcess || processFaultRole(w.Fault) != contract.SidePrefill {
+			continue
+		}
+		from, ok := v.decodeUpFrom(w.Start, detect+DefaultFaultMargin)
+		lost := from + detect + DefaultFaultMargin
+		if !ok || paired >= from+detect || (w.End != 0 && w.End < lost) || last < lost {
+			continue
+		}
+		if ps := peerAt(r, base.Add(lost), ""); ps.held && ps.live {
+			return fmt.Sprintf("room %d on decode still %s at %v: %s from %v to %v, long enough for decode's heartbeats (every %v, lost after %d misses) to declare prefill lost and fail the room",
+				r.Room, ps.state, lost.Round(time.Millisecond), w.Fault, w.Start.Round(time.Millisecond), w.End.Round(time.Millisecond),
+				cfg.HeartbeatInterval, contract.HeartbeatFailures), lost
+		}
+	}
+	return "", 0
+}
+
+// decodeUpFrom is when, from t on, decode's process has been running for
+// span without a stop or kill of its own (its heartbeats only run while it
+// does); false when it is down from then to the end of the run.
+func (v *View) decodeUpFrom(t, span time.Duration) (time.Duration, bool) {
+	for moved := true; moved; {
+		moved = false
+		for _, d := range v.Faults {
+			if !d.Applied || d.Layer != faults.LayerProcess || processFaultRole(d.Fault) != contract.SideDecode {
+				continue
+			}
+			if d.Start <= t+span && (d.End == 0 || d.End > t) {
+				if d.End == 0 {
+					return 0, false
+				}
+				t, moved = d.End, true
+			}
+		}
+	}
+	return t, true
+}
+
+// processFaultRole is the role a process fault's name stops or kills:
+// "sigstop(prefill)", "sigkill(decode,restart)"; "" for another name.
+func processFaultRole(name string) string {
+	_, args, ok := strings.Cut(name, "(")
+	if !ok {
+		return ""
+	}
+	role, _, _ := strings.Cut(strings.TrimSuffix(args, ")"), ",")
+	return role
 }
 
 // peerBackstopExplains reports whether decode's waiting deadline f is

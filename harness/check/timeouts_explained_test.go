@@ -246,3 +246,71 @@ func TestTimeoutsExplainedNoticeIgnored(t *testing.T) {
 		}
 	}
 }
+
+// A decode room still waiting for its KV after prefill's process had been
+// stopped for longer than decode's heartbeats take to declare it lost is a
+// violation (the loss fails it at once), but not when the stop was
+// shorter, the heartbeats slower, or the process stopped was decode's.
+// Room 2007 sends its TransferInfo at 13.4s and waits until 15.4s.
+func TestTimeoutsExplainedRoomOutlivesPrefillLoss(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		fault      string
+		start, end time.Duration
+		heartbeat  time.Duration
+		want       Status
+	}{
+		{"prefill stopped past the heartbeat's verdict", "sigstop(prefill)", 13 * time.Second, 16 * time.Second, 200 * time.Millisecond, Fail},
+		{"prefill killed, as the simulator and live name it", "sigkill(prefill,restart)", 13 * time.Second, 16 * time.Second, 200 * time.Millisecond, Fail},
+		{"stop shorter than the verdict", "sigstop(prefill)", 13 * time.Second, 14 * time.Second, 200 * time.Millisecond, Pass},
+		{"room paired after the verdict", "sigstop(prefill)", 12 * time.Second, 16 * time.Second, 200 * time.Millisecond, Pass},
+		{"heartbeats too slow to call it", "sigstop(prefill)", 13 * time.Second, 16 * time.Second, time.Second, Pass},
+		{"decode stopped", "sigstop(decode)", 13 * time.Second, 16 * time.Second, 200 * time.Millisecond, Pass},
+	} {
+		evs := slices.Clone(readLog(t, "good-timeouts-explained.jsonl"))
+		run := *evs[0].Run
+		cfg := *run.Engine
+		cfg.HeartbeatInterval = tc.heartbeat
+		run.Engine = &cfg
+		evs[0].Run = &run
+		evs = append(evs, Event{Type: EvFault, Fault: &schedule.Record{Window: 9, Fault: tc.fault, Layer: faults.LayerProcess,
+			Applied: true, Start: tc.start, End: tc.end, Evidence: faults.Evidence{Effective: true}}})
+		c, _ := Judge(evs, Floor{}).Get(contract.CheckTimeoutsExplained)
+		if c.Status != tc.want || (tc.want == Fail && (c.Evidence["outlived_peer_loss"] != 1 || !strings.Contains(c.Summary, "room 2007 on decode still WaitingForInput"))) {
+			t.Errorf("%s: %s (%s) %v, want %s", tc.name, c.Status, c.Summary, c.Evidence, tc.want)
+		}
+	}
+}
+
+// Decode's own stop holds its heartbeats too: prefill's loss is only due
+// once decode has been running long enough to call it.
+func TestTimeoutsExplainedPeerLossWaitsForDecode(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name                 string
+		decodeFrom, decodeTo time.Duration
+		want                 Status
+	}{
+		{"decode up throughout", 0, 0, Fail},
+		{"decode stopped over the verdict, then too little time left", 12*time.Second + 500*time.Millisecond, 14 * time.Second, Pass},
+		{"decode stopped and back early enough", 12 * time.Second, 12*time.Second + 100*time.Millisecond, Fail},
+	} {
+		evs := slices.Clone(readLog(t, "good-timeouts-explained.jsonl"))
+		run := *evs[0].Run
+		cfg := *run.Engine
+		cfg.HeartbeatInterval = 200 * time.Millisecond
+		run.Engine = &cfg
+		evs[0].Run = &run
+		evs = append(evs, Event{Type: EvFault, Fault: &schedule.Record{Window: 9, Fault: "sigstop(prefill)", Layer: faults.LayerProcess,
+			Applied: true, Start: 13 * time.Second, End: 16 * time.Second, Evidence: faults.Evidence{Effective: true}}})
+		if tc.decodeTo > 0 {
+			evs = append(evs, Event{Type: EvFault, Fault: &schedule.Record{Window: 10, Fault: "sigstop(decode)", Layer: faults.LayerProcess,
+				Applied: true, Start: tc.decodeFrom, End: tc.decodeTo, Evidence: faults.Evidence{Effective: true}}})
+		}
+		c, _ := Judge(evs, Floor{}).Get(contract.CheckTimeoutsExplained)
+		if c.Status != tc.want {
+			t.Errorf("%s: %s (%s) %v, want %s", tc.name, c.Status, c.Summary, c.Evidence, tc.want)
+		}
+	}
+}
