@@ -90,7 +90,8 @@ func TestRouterPlainAnswerFromDecode(t *testing.T) {
 			var streamed atomic.Value
 			decode := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				var req contract.GenerateRequest
-				_ = json.NewDecoder(r.Body).Decode(&req)
+				b, _ := io.ReadAll(r.Body)
+				_ = json.Unmarshal(b, &req)
 				streamed.Store(req.Stream)
 				w.Header().Set("Content-Type", "application/json")
 				tc.decode(w)
@@ -133,20 +134,31 @@ func TestRouterClientRid(t *testing.T) {
 	var rids []string
 	record := func(r *http.Request) {
 		var req contract.GenerateRequest
-		_ = json.NewDecoder(r.Body).Decode(&req)
+		// Read to EOF, as the engine's handlers do: Go's server notices a
+		// client that went away (the router's cancel) only after that.
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &req)
 		mu.Lock()
 		rids = append(rids, req.Rid)
 		mu.Unlock()
 	}
-	prefillCancelled := make(chan struct{})
+	prefillCancelled, prefillHolds := make(chan struct{}), make(chan struct{})
 	prefill := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		record(r)
+		close(prefillHolds)
 		<-r.Context().Done() // waits for a decode that will never come, unless cancelled
 		close(prefillCancelled)
 	}))
 	t.Cleanup(prefill.Close)
 	decode := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		record(r)
+		// Refuse only once prefill holds the request: a refusal that beats
+		// the prefill leg to prefill cancels it before it is sent, and
+		// prefill never sees it (right, but not this test's case).
+		select {
+		case <-prefillHolds:
+		case <-time.After(10 * time.Second):
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprint(w, `{"error":{"message":"add request client-rid-1: duplicate rid","type":"BadRequestError","code":400}}`)
