@@ -133,6 +133,19 @@ func (r *rig) add(rid string, room uint64, prompt string, maxNew int) {
 	r.addP(rid, room, prompt)
 }
 
+// transfer adds a request on both sides and runs it until prefill's
+// workers have written every chunk (decode not yet stepped past it), with
+// whatever that sent collected.
+func (r *rig) transfer(rid string, room uint64, prompt string, maxNew int) {
+	r.t.Helper()
+	r.add(rid, room, prompt, maxNew)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	r.runWorkers()
+	r.collect()
+}
+
 func (r *rig) abortD(rid string) { r.d.Abort(r.now, rid); r.collect() }
 func (r *rig) abortP(rid string) { r.p.Abort(r.now, rid); r.collect() }
 

@@ -48,11 +48,7 @@ func reg(name string) contract.Regressions { return contract.Regressions{name: t
 // abortAfterTransfer: the KV is all on decode (prefill's room is Success)
 // when decode's abort goes out.
 func abortAfterTransfer(r *rig) {
-	r.add("s", 61, prompt(61, 80), 4)
-	r.stepD()
-	r.deliverControl()
-	r.stepP()
-	r.runWorkers()
+	r.transfer("s", 61, prompt(61, 80), 4)
 	r.abortD("s")
 	r.stepD()
 	r.deliverControl()
@@ -245,12 +241,7 @@ func heartbeatsLost(r *rig) {
 // client left) after prefill's last write, before prefill's Success status
 // arrives; the late Success is ignored.
 func mooncakeSuccessAfterAbort(r *rig) {
-	r.add("s", 74, prompt(74, 80), 4)
-	r.stepD()
-	r.deliverControl()
-	r.stepP()
-	r.runWorkers()
-	r.collect()
+	r.transfer("s", 74, prompt(74, 80), 4)
 	r.abortD("s")
 	r.stepD()
 	r.deliverNotices()

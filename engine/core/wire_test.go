@@ -186,12 +186,7 @@ func TestSuccessTravelsOnControlOnlyOnMooncake(t *testing.T) {
 	for _, w := range []contract.Wire{contract.WireNIXL, contract.WireMooncake} {
 		t.Run(string(w), func(t *testing.T) {
 			r := newRig(t, rigOpts{wire: w})
-			r.add("s", 81, prompt(81, 80), 4)
-			r.stepD()
-			r.deliverControl()
-			r.stepP()
-			r.runWorkers()
-			r.collect()
+			r.transfer("s", 81, prompt(81, 80), 4)
 			var successes int
 			for _, n := range r.notices {
 				if m, err := r.d.wire.ParseNotice(n.Frames); err == nil && m.Kind == MsgStatus && m.Status == Success {
