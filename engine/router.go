@@ -231,11 +231,17 @@ func (c *call) apply(a core.LegAction) {
 	}
 }
 
-func (c *call) clientGone() {
+// act runs fn on the legs' book under the lock and carries out what it
+// decides.
+func (c *call) act(fn func(l *core.Legs) core.LegAction) {
 	c.mu.Lock()
-	a := c.legs.ClientGone(c.wrote)
+	a := fn(c.legs)
 	c.mu.Unlock()
 	c.apply(a)
+}
+
+func (c *call) clientGone() {
+	c.act(func(l *core.Legs) core.LegAction { return l.ClientGone(c.wrote) })
 }
 
 // wroteSome marks part of the answer written to the client.
@@ -259,10 +265,7 @@ func (c *call) done() {
 	if c.r.Context().Err() != nil {
 		c.clientGone()
 	} else {
-		c.mu.Lock()
-		a := c.legs.Answered()
-		c.mu.Unlock()
-		c.apply(a)
+		c.act((*core.Legs).Answered)
 	}
 	c.cancelDecode()
 	close(c.answered)
