@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -122,14 +123,35 @@ func TestWatchFlagsAWedge(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
+	var room uint64
 	testkit.Eventually(t, 10*time.Second, func() error {
 		if err := testkit.GaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 1); err != nil {
 			return fmt.Errorf("request never reached decode's transfer queue: %w", err)
 		}
+		r, err := testkit.Rooms(t.Context(), c.EngineURLs()[1])
+		if err != nil || len(r.Held) == 0 {
+			return fmt.Errorf("decode holds no room yet (%v)", err)
+		}
+		room = r.Held[0].Room
 		return nil
 	})
 	cancel()
 	<-done
+	// Both engines must have taken the cancel before the workers resume:
+	// a prefill that had not would send the KV, and decode would run the
+	// request to its end instead of keeping it queued.
+	testkit.Eventually(t, 10*time.Second, func() error {
+		for _, base := range c.EngineURLs() {
+			rec, _, err := testkit.RoomOn(t.Context(), base, room)
+			if err != nil {
+				return err
+			}
+			if !slices.ContainsFunc(rec.Events, func(e contract.Event) bool { return e.Kind == "abort-request" }) {
+				return fmt.Errorf("room %d: %s has not taken the cancel yet", room, base)
+			}
+		}
+		return nil
+	})
 	if err := h.ResumeAll(t.Context()); err != nil {
 		t.Fatal(err)
 	}
