@@ -50,3 +50,44 @@ type RoomsResponse struct {
 	Held    []RoomRecord `json:"held"`
 	Cleared []RoomRecord `json:"cleared"`
 }
+
+// Room event kinds that record what a rank learned, written before the
+// engine acts on it, so a checker can tell a failure the engine saw and
+// ignored from one it never saw.
+const (
+	// RoomEventTransferError is prefill's transfer worker finding that a
+	// KV chunk's write failed or that decode refused it.
+	RoomEventTransferError = "transfer-error"
+	// RoomEventAbortReceived is prefill taking decode's ABORT for the room.
+	RoomEventAbortReceived = "abort-received"
+)
+
+// Ending is a room event after which the fixed engine ends the room on
+// that rank in the same step: its status becomes Failed (or stays
+// Success, or the room is cleared). A rank still live well after one is
+// a failure seen and not acted on, which some later deadline would
+// otherwise end silently.
+type Ending struct {
+	// Role is the side that records the event; Kind is its event kind.
+	Role, Kind string
+	// Why says what the engine does on it, for violation messages.
+	Why string
+}
+
+// Endings lists the room events that end a room at once.
+func Endings() []Ending {
+	return []Ending{
+		{Role: SidePrefill, Kind: RoomEventTransferError, Why: "a failed KV write fails the room on its rank (SGLang's transfer worker sets KVPoll.Failed)"},
+		{Role: SidePrefill, Kind: RoomEventAbortReceived, Why: "decode's ABORT fails the room on the rank that took it, unless it already succeeded"},
+	}
+}
+
+// EndingOf returns the Ending an event of kind recorded on role is, if any.
+func EndingOf(role, kind string) (Ending, bool) {
+	for _, e := range Endings() {
+		if e.Role == role && e.Kind == kind {
+			return e, true
+		}
+	}
+	return Ending{}, false
+}

@@ -348,7 +348,7 @@ func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata) error {
 
 func (p *Prefill) onAbort(now time.Time, rank int, a Abort) {
 	r := p.ranks[rank]
-	p.hist.Note(now, a.Room, "prefill", rank, "abort-received", "ABORT from decode")
+	p.hist.Note(now, a.Room, "prefill", rank, contract.RoomEventAbortReceived, "ABORT from decode")
 	_, owned := p.byRoom[a.Room]
 	switch held := r.status.Has(a.Room); {
 	case held && r.status.Check(a.Room) == Failed, !held && r.status.isTombstoned(a.Room):

@@ -329,8 +329,10 @@ func (p *Prefill) WorkerEnd(now time.Time, rank, w int, err error) {
 	}
 	switch {
 	case err != nil:
+		// The note first: it records what the worker saw, whatever the
+		// handling below does (rooms-terminal holds the room to it).
+		p.hist.Note(now, c.Room, "prefill", rank, contract.RoomEventTransferError, err.Error())
 		p.probes.Hit(contract.ProbePrefillTransferError)
-		p.hist.Note(now, c.Room, "prefill", rank, "transfer-error", err.Error())
 		if p.cfg.Regressions.On(contract.UnknownRoomWaiting) {
 			p.probes.Hit(contract.ProbePrefillTransferErrorClears)
 			// NIXL's failure path cleared the room's state; the Failed

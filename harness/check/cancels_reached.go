@@ -22,7 +22,7 @@ const EventAbortRequest = "abort-request"
 
 // EventAbortReceived is the room event prefill records when decode's
 // ABORT for the room arrives.
-const EventAbortReceived = "abort-received"
+const EventAbortReceived = contract.RoomEventAbortReceived
 
 // MinCancelsForRouterRule is how many cancels must have reached prefill
 // before "every one came only by decode's ABORT" says the router does not

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
 )
@@ -42,13 +43,21 @@ func checkRoomsTerminal(v *View) CheckResult {
 		r.Stuck = stuck
 		return r
 	}
-	revived := revivedRooms(roomsByRole(v))
+	recs := roomsByRole(v)
+	revived := revivedRooms(recs)
 	ev["rooms_revived"] = int64(len(revived))
+	lingered := lingeringRooms(recs, DefaultRaceWindow)
+	ev["rooms_lingering"] = int64(len(lingered))
 	switch {
 	case len(revived) > 0:
 		r := result(contract.CheckRoomsTerminal, Fail, ev, "%d rooms left Failed, or went on after the client's abort, without being cleared first (Failed is final): %s",
 			len(revived), joinLimit(revived, 2))
 		r.Details = revived
+		return r
+	case len(lingered) > 0:
+		r := result(contract.CheckRoomsTerminal, Fail, ev, "%d rooms went on after an event that ends them at once: %s",
+			len(lingered), joinLimit(lingered, 2))
+		r.Details = lingered
 		return r
 	case len(errs) > 0:
 		r := result(contract.CheckRoomsTerminal, Inconclusive, ev, "final rooms snapshot failed: %s", joinLimit(errs, 3))
@@ -128,6 +137,62 @@ func revivedRooms(recs map[string]map[uint64]contract.RoomRecord) []string {
 							abort.At.Format("15:04:05.000"), abort.Detail, e.State, e.Detail))
 						abort = nil
 					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// lingeringRooms lists the rooms a rank kept live (Bootstrapping,
+// WaitingForInput, Transferring) for longer than window after recording
+// an event that ends the room at once on the fixed engine
+// (contract.Endings: a failed KV write, decode's ABORT): the engine saw
+// the failure and did not act on it, so the room ended later by some
+// deadline, or not at all. A record that may have lost events
+// (contract.MaxRoomEvents) is not judged.
+func lingeringRooms(recs map[string]map[uint64]contract.RoomRecord, window time.Duration) []string {
+	var out []string
+	for _, role := range slices.Sorted(maps.Keys(recs)) {
+		for _, id := range sortedRooms(recs[role]) {
+			rec := recs[role][id]
+			if len(rec.Events) >= contract.MaxRoomEvents {
+				continue
+			}
+			live := map[int]bool{}
+			pending := map[int]contract.Event{}
+			var last time.Time
+			report := func(rank int, e contract.Event, until string) {
+				end, _ := contract.EndingOf(role, e.Kind)
+				out = append(out, fmt.Sprintf("room %d on %s rank %d: %s at %s (%s), then %s; %s", id, role, rank, e.Kind,
+					e.At.Format("15:04:05.000"), e.Detail, until, end.Why))
+			}
+			for _, e := range sortedEvents(rec.Events) {
+				last = e.At
+				if p, ok := pending[e.Rank]; ok && e.At.Sub(p.At) > window {
+					delete(pending, e.Rank)
+					report(e.Rank, p, fmt.Sprintf("still live %v later (%s %s)", e.At.Sub(p.At).Round(time.Millisecond), e.Kind, e.State))
+				}
+				switch e.Kind {
+				case contract.RoomEventStatus:
+					live[e.Rank] = !contract.TerminalState(e.State)
+					if !live[e.Rank] {
+						delete(pending, e.Rank)
+					}
+				case contract.RoomEventClear:
+					live[e.Rank] = false
+					delete(pending, e.Rank)
+				default:
+					if _, ends := contract.EndingOf(role, e.Kind); ends && live[e.Rank] {
+						if _, ok := pending[e.Rank]; !ok {
+							pending[e.Rank] = e
+						}
+					}
+				}
+			}
+			for _, rank := range slices.Sorted(maps.Keys(pending)) {
+				if p := pending[rank]; rec.Cleared || last.Sub(p.At) > window || !rec.Updated.IsZero() && rec.Updated.Sub(p.At) > window {
+					report(rank, p, "no Failed status on that rank in the record")
 				}
 			}
 		}
