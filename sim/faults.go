@@ -105,6 +105,12 @@ func (wn *window) name() string {
 		return wn.f.Kind + "@" + wn.f.Link
 	case wn.f.Kind == "sigstop" && wn.f.Role != "":
 		return wn.f.Kind + "(" + wn.f.Role + ")" // as the live process fault names itself
+	case wn.f.Kind == "stall-scheduler" || wn.f.Kind == "stall-bootstrap-loop":
+		role := wn.f.Role
+		if role == "" {
+			role = "prefill"
+		}
+		return fmt.Sprintf("%s(%s/%d)", wn.f.Kind, role, wn.f.Rank) // as the live engine fault names itself
 	}
 	return wn.f.Kind
 }

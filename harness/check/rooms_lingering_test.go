@@ -63,7 +63,7 @@ func TestLingeringRooms(t *testing.T) {
 			// The same history with events lost to the record's cap is
 			// not judged.
 			full := rec
-			for len(full.Events) < contract.MaxRoomEvents {
+			for nonClear(full.Events) < contract.MaxRoomEvents {
 				full.Events = append(full.Events, note(5000, 3, "pages-held"))
 			}
 			if got := lingeringRooms(map[string]map[uint64]contract.RoomRecord{"prefill": {7: full}}, time.Second); len(got) > 0 {

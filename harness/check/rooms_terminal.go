@@ -156,7 +156,7 @@ func lingeringRooms(recs map[string]map[uint64]contract.RoomRecord, window time.
 	for _, role := range slices.Sorted(maps.Keys(recs)) {
 		for _, id := range sortedRooms(recs[role]) {
 			rec := recs[role][id]
-			if len(rec.Events) >= contract.MaxRoomEvents {
+			if nonClear(rec.Events) >= contract.MaxRoomEvents {
 				continue
 			}
 			live := map[int]bool{}

@@ -323,7 +323,7 @@ func (v *View) overruns(role string, r contract.RoomRecord, bounds map[string]bo
 		if d <= bound+margin {
 			return
 		}
-		if v.stopFaultDuring(start.Sub(v.Run.BaseWall), at.Sub(v.Run.BaseWall)) {
+		if v.stopFaultDuring(role, start.Sub(v.Run.BaseWall), at.Sub(v.Run.BaseWall)) {
 			ev["states_excused_by_fault"]++
 			return
 		}
@@ -346,12 +346,17 @@ func (v *View) overruns(role string, r contract.RoomRecord, bounds map[string]bo
 	return out // a stay still open at the end is a held room: rooms-terminal's
 }
 
-// stopFaultDuring reports whether a process or engine fault (which can
-// stop the loop that enforces a deadline) overlapped [from, to].
-func (v *View) stopFaultDuring(from, to time.Duration) bool {
+// stopFaultDuring reports whether a fault that can stop role's scheduler,
+// the loop that enforces its deadlines, overlapped [from, to]: the role's
+// process stopped or killed, or its scheduler stalled. A fault on the
+// peer, on a link or on another loop (a paused transfer worker, a stalled
+// bootstrap loop) leaves the deadline to fire, so it excuses no overrun.
+func (v *View) stopFaultDuring(role string, from, to time.Duration) bool {
 	for _, f := range v.Faults {
-		if f.Applied && (f.Layer == faults.LayerProcess || f.Layer == faults.LayerEngine) &&
-			f.Start <= to && (f.End == 0 || f.End >= from) {
+		if !f.Applied || f.Start > to || (f.End != 0 && f.End < from) || faultRole(f.Fault) != role {
+			continue
+		}
+		if f.Layer == faults.LayerProcess || strings.HasPrefix(f.Fault, "stall-scheduler") {
 			return true
 		}
 	}
@@ -458,7 +463,7 @@ func (v *View) outlivedPeerLoss(r contract.RoomRecord, cfg contract.EngineConfig
 	}
 	detect := contract.PeerLossDetection(cfg)
 	for _, w := range v.Faults {
-		if !w.Applied || w.Layer != faults.LayerProcess || processFaultRole(w.Fault) != contract.SidePrefill {
+		if !w.Applied || w.Layer != faults.LayerProcess || faultRole(w.Fault) != contract.SidePrefill {
 			continue
 		}
 		from, ok := v.decodeUpFrom(w.Start, detect+DefaultFaultMargin)
@@ -482,7 +487,7 @@ func (v *View) decodeUpFrom(t, span time.Duration) (time.Duration, bool) {
 	for moved := true; moved; {
 		moved = false
 		for _, d := range v.Faults {
-			if !d.Applied || d.Layer != faults.LayerProcess || processFaultRole(d.Fault) != contract.SideDecode {
+			if !d.Applied || d.Layer != faults.LayerProcess || faultRole(d.Fault) != contract.SideDecode {
 				continue
 			}
 			if d.Start <= t+span && (d.End == 0 || d.End > t) {
@@ -496,15 +501,21 @@ func (v *View) decodeUpFrom(t, span time.Duration) (time.Duration, bool) {
 	return t, true
 }
 
-// processFaultRole is the role a process fault's name stops or kills:
-// "sigstop(prefill)", "sigkill(decode,restart)"; "" for another name.
-func processFaultRole(name string) string {
+// faultRole is the role a process or engine fault's name acts on:
+// "sigstop(prefill)", "sigkill(decode,restart)", "stall-scheduler(decode/0)";
+// "" for another name.
+func faultRole(name string) string {
 	_, args, ok := strings.Cut(name, "(")
 	if !ok {
 		return ""
 	}
 	role, _, _ := strings.Cut(strings.TrimSuffix(args, ")"), ",")
-	return role
+	role, _, _ = strings.Cut(role, "/")
+	switch role {
+	case contract.SidePrefill, contract.SideDecode, contract.SideRouter:
+		return role
+	}
+	return ""
 }
 
 // peerBackstopExplains reports whether decode's waiting deadline f is
