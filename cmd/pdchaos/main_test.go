@@ -64,6 +64,7 @@ func TestBadInputIsAHarnessError(t *testing.T) {
 		{"run unknown regression", []string{"run", "abort-storm", "--regression", "nope"}, `unknown regression "nope"`},
 		{"unknown gauge mode", []string{"engine", "--gauges", "stale"}, `gauges: "stale" is not a gauge mode (live or logged)`},
 		{"run unknown gauge mode", []string{"run", "abort-storm", "--gauges", "stale"}, `--gauges: "stale" is not a gauge mode`},
+		{"run unknown wire", []string{"run", "abort-storm", "--wire", "rdma"}, `--wire: unknown wire dialect "rdma" (valid: nixl, mooncake)`},
 		{"scenario with an unknown key", []string{"run", bad}, "engin"},
 		{"unknown scenario", []string{"run", "no-such-preset"}, "no-such-preset"},
 		{"remote engine host", []string{"engine", "--host", "10.0.0.1"}, "--allow-remote"},

@@ -29,6 +29,7 @@ func newSimCmd() *cobra.Command {
 	var trace, probes, first, swarm bool
 	var workers int
 	var checker, shrinkTo string
+	var wire wireOverride
 	cmd := &cobra.Command{
 		Use:   "sim SCENARIO",
 		Short: "Run a scenario in the deterministic simulator: explore seeds (--seeds 1..N) or replay one (--seed S --trace)",
@@ -40,6 +41,9 @@ func newSimCmd() *cobra.Command {
 			}
 			if len(regressions) > 0 {
 				sc.Engine.Regressions = append(sc.Engine.Regressions, regressions...)
+			}
+			if err := wire.apply(sc); err != nil {
+				return &exitError{exitHarness, err}
 			}
 			if checker != "" && !slices.Contains(contract.CheckNames(), checker) {
 				return &exitError{exitHarness, fmt.Errorf("sim --checker %q: not a checker (%s)", checker, strings.Join(contract.CheckNames(), ", "))}
@@ -107,7 +111,7 @@ func newSimCmd() *cobra.Command {
 				if swarm {
 					sw = " --swarm"
 				}
-				fmt.Fprintf(out, "replay: pdchaos sim %s --seed %d --trace%s%s\n", args[0], sum.Failing[0].Seed, sw, regressionFlags(regressions))
+				fmt.Fprintf(out, "replay: pdchaos sim %s --seed %d --trace%s%s%s\n", args[0], sum.Failing[0].Seed, sw, regressionFlags(regressions), wire.flag())
 			}
 			if probes {
 				printCoverage(out, sum.ProbeSeeds, sum.Seeds)
@@ -118,6 +122,7 @@ func newSimCmd() *cobra.Command {
 			return nil
 		},
 	}
+	wire.register(cmd)
 	fl := cmd.Flags()
 	fl.StringSliceVar(&seeds, "seeds", []string{"1..100"}, "seed range FROM..TO to explore")
 	fl.Uint64Var(&seed, "seed", 0, "replay this one seed")

@@ -24,6 +24,12 @@ func TestSimCommand(t *testing.T) {
 	if !strings.Contains(out, "abort-storm seed 2:") || !strings.Contains(out, "recv metadata") || !strings.Contains(out, "liveness") {
 		t.Fatalf("replay: exit %d, output lacks the trace or verdict:\n%.2000s", code, out)
 	}
+	// --wire runs a preset in the other dialect, and a failing seed's
+	// replay command keeps it.
+	code, out = execute(t, "sim", desync, "--seeds", "1", "--wire", "mooncake", "--checker", "liveness")
+	if code != exitViolation || !strings.Contains(out, "--seed 1 --trace --wire mooncake") {
+		t.Fatalf("--wire mooncake: exit %d, output:\n%s", code, out)
+	}
 	min := filepath.Join(t.TempDir(), "min.yaml")
 	code, out = execute(t, "sim", leak, "--seed", "1", "--shrink", min)
 	if code != exitPass || !strings.Contains(out, "after:") {
@@ -43,6 +49,7 @@ func TestSimCommand(t *testing.T) {
 		{[]string{"sim", "abort-storm", "--seeds", "9..3"}, "TO >= FROM"},
 		{[]string{"sim", "abort-storm", "--regression", "nope", "--seeds", "1"}, `unknown regression "nope"`},
 		{[]string{"sim", "abort-storm", "--checker", "nope"}, "not a checker"},
+		{[]string{"sim", "abort-storm", "--wire", "rdma"}, `--wire: unknown wire dialect "rdma" (valid: nixl, mooncake)`},
 	} {
 		if code, out := execute(t, tc.args...); code != exitHarness || !strings.Contains(out, tc.want) {
 			t.Errorf("%v: exit %d, output %q; want a harness error mentioning %q", tc.args, code, out, tc.want)

@@ -135,7 +135,11 @@ var _ = Describe("pre-release gate", Serial, func() {
 	})
 
 	Describe("presets pass in the simulator on the fixed engine", func() {
-		simulatedPresets(v, cov)
+		simulatedPresets(v, cov, "")
+	})
+
+	Describe("presets pass in the simulator in Mooncake's dialect", func() {
+		simulatedPresets(v, cov, contract.WireMooncake)
 	})
 
 	Describe("the simulator finds every regression", func() {

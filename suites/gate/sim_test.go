@@ -42,16 +42,29 @@ func simSeeds() (int, error) {
 // simulatedPresets declares one spec per preset that explores its
 // simulated seeds on the fixed engine and records which code probes they
 // hit into cov. Declared inside the gate's container, before its code
-// probes spec, so that spec counts them.
-func simulatedPresets(v labels.Vocabulary, cov *probeCoverage) {
+// probes spec, so that spec counts them. A wire other than "" runs every
+// preset in that dialect (those already in it are left to the plain
+// specs): real deployments run either, and some branches exist in one
+// only (Mooncake's Success status over ZMQ, its unfenced KV writes).
+func simulatedPresets(v labels.Vocabulary, cov *probeCoverage, wire contract.Wire) {
 	for _, name := range presetNames() {
-		It(name, v.Label(scenarioLabels(name)...), func(ctx SpecContext) {
+		key, replay := name, ""
+		if wire != "" {
+			if loadPreset(name).Engine.Wire == wire {
+				continue
+			}
+			key, replay = name+" in "+string(wire), " --wire "+string(wire)
+		}
+		It(key, v.Label(scenarioLabels(name)...), func(ctx SpecContext) {
 			n, err := simSeeds()
 			Expect(err).NotTo(HaveOccurred())
 			if n == 0 {
 				Skip("PDCHAOS_GATE_SIM_SEEDS=0")
 			}
 			sc := loadPreset(name)
+			if wire != "" {
+				sc.Engine.Wire = wire
+			}
 			cfg, skipped, err := simscenario.Config(sc)
 			Expect(err).NotTo(HaveOccurred(), "preset %s in the simulator", name)
 			if len(skipped) > 0 {
@@ -64,14 +77,14 @@ func simulatedPresets(v labels.Vocabulary, cov *probeCoverage) {
 			start := time.Now()
 			sum, err := sim.Explore(ctx, cfg, 1, uint64(n), sim.ExploreOptions{Workers: runtime.NumCPU()})
 			Expect(err).NotTo(HaveOccurred())
-			cov.addSim(simKey(name), sum.ProbeSeeds)
+			cov.addSim(simKey(key), sum.ProbeSeeds)
 			AddReportEntry("sim", fmt.Sprintf("%d seeds, %d failing, %d simulated requests in %s", sum.Seeds, len(sum.Failing), sum.Requests, time.Since(start).Round(time.Millisecond)))
 			var bad []string
 			for _, r := range sum.Failing {
 				c, _ := r.Checks.Get(r.Failed)
-				bad = append(bad, fmt.Sprintf("seed %d: %s: %s (replay: pdchaos sim %s --seed %d --trace)", r.Seed, r.Failed, c.Summary, name, r.Seed))
+				bad = append(bad, fmt.Sprintf("seed %d: %s: %s (replay: pdchaos sim %s --seed %d --trace%s)", r.Seed, r.Failed, c.Summary, name, r.Seed, replay))
 			}
-			Expect(bad).To(BeEmpty(), "%s fails in the simulator on the fixed engine", name)
+			Expect(bad).To(BeEmpty(), "%s fails in the simulator on the fixed engine", key)
 			Expect(sum.Seeds).To(Equal(n), "seeds explored")
 		}, SpecTimeout(5*time.Minute))
 	}
