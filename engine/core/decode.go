@@ -220,7 +220,11 @@ func (d *Decode) Add(now time.Time, rid string, room uint64, bootstrap string, t
 		d.probes.Hit(contract.ProbeDecodeAddDuplicateRid)
 		return fmt.Errorf("add request %s: duplicate rid", rid)
 	}
-	if _, ok := d.byRoom[room]; ok {
+	_, held := d.byRoom[room]
+	if _, acking := d.awaiting[room]; held || acking {
+		// A room whose aborted request's pages wait for prefill's ACK is
+		// still in use: prefill may yet write that request's KV into them,
+		// and a second abort of the room would lose the first's pages.
 		d.probes.Hit(contract.ProbeDecodeAddRoomInUse)
 		return fmt.Errorf("add request %s: room %d already in use", rid, room)
 	}

@@ -1,9 +1,11 @@
 package core
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/engine/model"
 )
 
 func TestHeartbeatJudge(t *testing.T) {
@@ -419,4 +421,33 @@ func scriptMooncakeUnackedAbort(r *rig) {
 		t.Errorf("awaiting %d, ack-frees-pages %d after the ACK; want 0, 1", r.d.Lens(0).AwaitingAck, p.Count(contract.ProbeDecodeAckFreesPages))
 	}
 	r.checkClean()
+}
+
+// A room whose aborted request's pages wait for prefill's ACK is still in
+// use: a new request for it is refused until the ACK frees them. Taken, a
+// second abort of the room replaced the first's entry and its pages never
+// came back (found by the room-retries preset).
+func TestRoomAwaitingAckIsInUse(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{})
+	r.add("a", 90, prompt(90, 80), 4)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	r.abortD("a")
+	r.stepD()
+	if r.d.Lens(0).AwaitingAck != 1 {
+		t.Fatalf("awaiting %d ACKs after the abort in transfer, want 1", r.d.Lens(0).AwaitingAck)
+	}
+	err := r.d.Add(r.now, "b", 90, testBootstrap, model.Tokenize(prompt(91, 80)), 4)
+	if err == nil || !strings.Contains(err.Error(), "room 90 already in use") {
+		t.Fatalf("add of a room awaiting its ACK: %v, want room in use", err)
+	}
+	r.settle()
+	if l := r.d.Lens(0); l.AwaitingAck != 0 || l.PagesUsed != 0 {
+		t.Fatalf("after the ACK: awaiting %d, %d pages used; want 0, 0", l.AwaitingAck, l.PagesUsed)
+	}
+	if err := r.d.Add(r.now, "b", 90, testBootstrap, model.Tokenize(prompt(91, 80)), 4); err != nil {
+		t.Fatalf("add once the ACK freed the room: %v", err)
+	}
 }
