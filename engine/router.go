@@ -426,7 +426,11 @@ type chatRequest struct {
 	Stream              bool          `json:"stream"`
 	// Rid is SGLang's extra request id: the engines keep the request by
 	// it, so a client that reuses one while the first is held is refused.
-	Rid           string `json:"rid"`
+	Rid string `json:"rid"`
+	// BootstrapRoom is SGLang's PD bootstrap_room, which its OpenAI
+	// request takes as /generate does: a client may choose its own room,
+	// and one that reuses a room the engines still hold is refused.
+	BootstrapRoom *uint64 `json:"bootstrap_room"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`

@@ -73,6 +73,9 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		maxTokens = rt.cfg.MaxNewTokens
 	}
 	room := rt.room()
+	if cr.BootstrapRoom != nil {
+		room = *cr.BootstrapRoom
+	}
 	id := fmt.Sprintf("chatcmpl-%016x", room)
 	rid := id
 	if cr.Rid != "" {

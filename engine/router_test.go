@@ -285,3 +285,59 @@ func startTestRouter(t *testing.T, prefill, decode *httptest.Server) *engine.Rou
 	t.Cleanup(func() { _ = rt.Close(context.Background()) })
 	return rt
 }
+
+// A client that chooses its own bootstrap_room (SGLang's OpenAI body takes
+// it, as /generate does) has it passed to both engines; without one the
+// router draws a room.
+func TestRouterClientRoom(t *testing.T) {
+	testkit.NoLeaks(t)
+	roomOf := func(r *http.Request) uint64 {
+		var req contract.GenerateRequest
+		// Read to EOF, as the engine's handlers do.
+		b, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(b, &req) != nil || req.BootstrapRoom == nil {
+			return 0
+		}
+		return *req.BootstrapRoom
+	}
+	prefillRooms, decodeRooms := make(chan uint64, 2), make(chan uint64, 2)
+	prefillHolds := make(chan struct{}, 2)
+	prefill := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		prefillRooms <- roomOf(r)
+		prefillHolds <- struct{}{}
+		<-r.Context().Done() // until decode's refusal cancels this leg
+	}))
+	t.Cleanup(prefill.Close)
+	decode := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		room := roomOf(r)
+		// Refuse only once prefill holds the request (see
+		// TestRouterClientRid): both legs are then sure to be sent.
+		select {
+		case <-prefillHolds:
+		case <-time.After(10 * time.Second):
+		}
+		decodeRooms <- room
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"error":{"message":"refused","type":"BadRequestError","code":400}}`)
+	}))
+	t.Cleanup(decode.Close)
+	rt := startTestRouter(t, prefill, decode)
+	post := func(rid, extra string) (p, d uint64) {
+		body := `{"model":"m","stream":true,"rid":"` + rid + `",` + extra + `"messages":[{"role":"user","content":"x"}]}`
+		resp, err := http.Post("http://"+rt.Addr()+contract.PathChatCompletions, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return <-prefillRooms, <-decodeRooms
+	}
+	const chosen = 4242424242
+	if p, d := post("r-1", `"bootstrap_room":4242424242,`); p != chosen || d != chosen {
+		t.Fatalf("the engines saw rooms %d and %d, want the client's %d", p, d, chosen)
+	}
+	if p, d := post("r-2", ""); p != d || p == chosen || p == 0 {
+		t.Fatalf("without bootstrap_room the engines saw rooms %d and %d, want one the router drew", p, d)
+	}
+}
