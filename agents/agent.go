@@ -80,8 +80,8 @@ func (c *convo) messages() []model.Message {
 // chatBody builds a streaming chat completion body from pre-encoded
 // messages; rid, when set, goes in SGLang's rid field (plain ASCII: the
 // planner's own ids).
-func chatBody(modelJSON []byte, maxTokens int, rid string, system *entry, entries []entry) []byte {
-	n := 80 + len(modelJSON) + len(system.json) + len(rid)
+func chatBody(modelJSON []byte, maxTokens int, rid string, room uint64, system *entry, entries []entry) []byte {
+	n := 110 + len(modelJSON) + len(system.json) + len(rid)
 	for _, e := range entries {
 		n += len(e.json) + 1
 	}
@@ -92,6 +92,10 @@ func chatBody(modelJSON []byte, maxTokens int, rid string, system *entry, entrie
 		b = append(b, `,"rid":"`...)
 		b = append(b, rid...)
 		b = append(b, '"')
+	}
+	if room != 0 {
+		b = append(b, `,"bootstrap_room":`...)
+		b = strconv.AppendUint(b, room, 10)
 	}
 	b = append(b, `,"stream":true,"max_tokens":`...)
 	b = strconv.AppendInt(b, int64(maxTokens), 10)
@@ -134,11 +138,14 @@ func (s *Swarm) live(ctx context.Context, p *planner) {
 			wg.Go(func() {
 				task := []entry{newEntry("user", "[sub-task]\n"+text(d.PromptSeed, d.PromptWords), d.PromptWords, false)}
 				msgs := []model.Message{s.system.msg, task[0].msg}
-				s.caller.doRetrying(ctx, d, msgs, chatBody(s.modelJSON, d.MaxTokens, d.Rid, &s.system, task))
+				s.caller.doRetrying(ctx, d, msgs, func(rid string) []byte { return chatBody(s.modelJSON, d.MaxTokens, rid, d.Room, &s.system, task) })
 			})
 		}
+		entries := conv.entries
 		o, answer := s.caller.doRetrying(ctx, main, conv.messages(),
-			chatBody(s.modelJSON, main.MaxTokens, main.Rid, &s.system, conv.entries))
+			func(rid string) []byte {
+				return chatBody(s.modelJSON, main.MaxTokens, rid, main.Room, &s.system, entries)
+			})
 		wg.Wait()
 		if ctx.Err() != nil {
 			return

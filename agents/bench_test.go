@@ -107,7 +107,7 @@ func BenchmarkSwarm(b *testing.B) {
 // prompt, streamed answer read whole) for the same number of requests.
 func BenchmarkVegeta(b *testing.B) {
 	url := benchServer(b)
-	body := chatBody([]byte(`"pdchaos"`), 8, "", &entry{json: newEntry("system", SystemPrompt(1, 3000), 0, false).json}, nil)
+	body := chatBody([]byte(`"pdchaos"`), 8, "", 0, &entry{json: newEntry("system", SystemPrompt(1, 3000), 0, false).json}, nil)
 	tr := newTransport(10000)
 	defer tr.CloseIdleConnections()
 	atk := vegeta.NewAttacker(vegeta.Client(&http.Client{Transport: tr}))

@@ -187,14 +187,17 @@ func (c *caller) do(ctx context.Context, d Decision, msgs []model.Message, body 
 // doRetrying is do, then, for a request planned to be retried whose queued
 // cancel happened, the same body (the same rid) sent again at once and not
 // cancelled: its outcome is the one returned, marked Retry.
-func (c *caller) doRetrying(ctx context.Context, d Decision, msgs []model.Message, body []byte) (outcome.Outcome, string) {
-	o, answer := c.do(ctx, d, msgs, body)
+func (c *caller) doRetrying(ctx context.Context, d Decision, msgs []model.Message, body func(rid string) []byte) (outcome.Outcome, string) {
+	o, answer := c.do(ctx, d, msgs, body(d.Rid))
 	if !d.Retry || o.Kind != outcome.KindCancelled || ctx.Err() != nil {
 		return o, answer
 	}
 	again := d
 	again.Cancel, again.CancelDelay, again.Retry, again.resent = "", 0, false, true
-	return c.do(ctx, again, msgs, body)
+	if d.RetryRid != "" {
+		again.Rid = d.RetryRid
+	}
+	return c.do(ctx, again, msgs, body(again.Rid))
 }
 
 // send posts body and reads the event stream into st; nil means [DONE] was

@@ -97,6 +97,16 @@ type Options struct {
 	// refuse the copy while it still holds the first (a duplicate rid) or
 	// serve it, and never confuse the two. 0 sends no rid at all.
 	RetrySameRidRate float64 `json:"retry_same_rid_rate,omitempty" yaml:"retry_same_rid_rate,omitempty"`
+	// RetrySameRoomRate is the probability that a request cancelled before
+	// its first token (and not retried with its rid) is sent again at once
+	// under a new rid but with the same bootstrap room, as a client that
+	// chooses its own rooms (bootstrap_room in the request, which SGLang's
+	// OpenAI and /generate bodies take) retries: while prefill or decode
+	// still holds the first request's room each must refuse the copy
+	// (room in use), and the router must then cancel the copy's other leg,
+	// never touching the first. Both sends carry the room and a rid; a
+	// gateway that overwrites bootstrap_room just makes it a plain retry.
+	RetrySameRoomRate float64 `json:"retry_same_room_rate,omitempty" yaml:"retry_same_room_rate,omitempty"`
 	// AbortRequestRate is the probability that a queued or decode cancel
 	// (one not retried) is made the way SGLang's own tests and tools do it:
 	// POST /abort_request {"rid"} to every engine (a gateway has no such
@@ -166,7 +176,7 @@ func (o Options) Validate() error {
 	}{
 		{"sub_request_rate", o.SubRequestRate}, {"cancel_queued_rate", o.CancelQueuedRate},
 		{"cancel_decode_rate", o.CancelDecodeRate}, {"deadline_rate", o.DeadlineRate},
-		{"retry_same_rid_rate", o.RetrySameRidRate}, {"abort_request_rate", o.AbortRequestRate},
+		{"retry_same_rid_rate", o.RetrySameRidRate}, {"retry_same_room_rate", o.RetrySameRoomRate}, {"abort_request_rate", o.AbortRequestRate},
 	} {
 		if !(f.v >= 0 && f.v <= 1) {
 			return fmt.Errorf("agents option %s: %v is not a probability in [0, 1]", f.name, f.v)
@@ -198,6 +208,9 @@ func (o Options) Validate() error {
 	}
 	if o.RetrySameRidRate > 0 && o.CancelQueuedRate == 0 {
 		return fmt.Errorf("agents option retry_same_rid_rate: retries follow queued cancels, and cancel_queued_rate is 0")
+	}
+	if o.RetrySameRoomRate > 0 && o.CancelQueuedRate == 0 {
+		return fmt.Errorf("agents option retry_same_room_rate: retries follow queued cancels, and cancel_queued_rate is 0")
 	}
 	if o.AbortRequestRate > 0 && o.CancelQueuedRate+o.CancelDecodeRate == 0 {
 		return fmt.Errorf("agents option abort_request_rate: it chooses how queued and decode cancels are made, and cancel_queued_rate and cancel_decode_rate are 0")

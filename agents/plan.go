@@ -47,9 +47,14 @@ type Decision struct {
 	// Think is the pause after the turn (main requests only).
 	Think time.Duration `json:"think,omitempty"`
 	// Rid, when set, is sent as the request's rid; with Retry the request
-	// is sent again with the same rid at once after its queued cancel.
+	// is sent again at once after its queued cancel, with the same rid, or
+	// with RetryRid when that is set.
 	Rid   string `json:"rid,omitempty"`
 	Retry bool   `json:"retry,omitempty"`
+	// Room, when not 0, is sent as the request's bootstrap_room (the retry
+	// of a Retry decision sends it too); RetryRid is the retry's own rid.
+	Room     uint64 `json:"room,omitempty"`
+	RetryRid string `json:"retry_rid,omitempty"`
 	// AbortRequest makes the queued or decode cancel a POST
 	// /abort_request {"rid": Rid} to every engine instead of closing the
 	// connection.
@@ -116,6 +121,10 @@ func (p *planner) next() []Decision {
 		// stay as they were.
 		if d.Cancel == outcome.CancelQueued && p.o.RetrySameRidRate > 0 && p.rng.Float64() < p.o.RetrySameRidRate {
 			d.Retry, d.Rid = true, "pdchaos-"+strconv.FormatUint(d.PromptSeed, 16)
+		}
+		if d.Cancel == outcome.CancelQueued && !d.Retry && p.o.RetrySameRoomRate > 0 && p.rng.Float64() < p.o.RetrySameRoomRate {
+			d.Retry, d.Room = true, p.rng.Uint64()>>1+1
+			d.Rid, d.RetryRid = fmt.Sprintf("pdchaos-room-%016x-0", d.Room), fmt.Sprintf("pdchaos-room-%016x-1", d.Room)
 		}
 		if (d.Cancel == outcome.CancelQueued || d.Cancel == outcome.CancelDecode) && !d.Retry &&
 			p.o.AbortRequestRate > 0 && p.rng.Float64() < p.o.AbortRequestRate {

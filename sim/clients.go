@@ -22,6 +22,10 @@ type request struct {
 	// retry); resent marks the retry itself.
 	clientRid     string
 	retry, resent bool
+	// clientRoom, when not 0, is the bootstrap room the client sends (a
+	// retry of the same room under retryRid, a new rid).
+	clientRoom uint64
+	retryRid   string
 	// abortReq: the planned cancel is an /abort_request to both engines;
 	// abortSent says it went, at abortAt.
 	abortReq, abortSent bool
@@ -179,6 +183,10 @@ func (s *run) newRequest(a *agentState, sub int, prompt []model.Token) *request 
 	if req.plan == outcome.CancelQueued && c.RetrySameRidRate > 0 && s.rng.Float64() < c.RetrySameRidRate {
 		req.retry, req.clientRid = true, fmt.Sprintf("pdchaos-%x", s.rng.Uint64())
 	}
+	if req.plan == outcome.CancelQueued && !req.retry && c.RetrySameRoomRate > 0 && s.rng.Float64() < c.RetrySameRoomRate {
+		req.retry, req.clientRoom = true, s.rng.Uint64()>>1+1
+		req.clientRid, req.retryRid = fmt.Sprintf("pdchaos-room-%016x-0", req.clientRoom), fmt.Sprintf("pdchaos-room-%016x-1", req.clientRoom)
+	}
 	if (req.plan == outcome.CancelQueued || req.plan == outcome.CancelDecode) && !req.retry && c.AbortRequestRate > 0 && s.rng.Float64() < c.AbortRequestRate {
 		req.abortReq, req.clientRid = true, fmt.Sprintf("pdchaos-abort-%016x", s.rng.Uint64())
 	}
@@ -191,7 +199,10 @@ func (s *run) newRequest(a *agentState, sub int, prompt []model.Token) *request 
 func (s *run) resend(req *request, onEnd func()) {
 	s.nreq++
 	r := &request{id: s.nreq, agent: req.agent, inc: req.inc, session: req.session, turn: req.turn, sub: req.sub, tokens: req.tokens,
-		gen: req.gen, base: req.base, maxNew: req.maxNew, clientRid: req.clientRid, resent: true}
+		gen: req.gen, base: req.base, maxNew: req.maxNew, clientRid: req.clientRid, clientRoom: req.clientRoom, resent: true}
+	if req.retryRid != "" {
+		r.clientRid = req.retryRid
+	}
 	if req.agent >= 0 && req.agent < len(s.agents) {
 		a := s.agents[req.agent]
 		a.inflight[r] = true
@@ -206,6 +217,9 @@ func (s *run) resend(req *request, onEnd func()) {
 // send is the router: a room, then the same request to prefill and decode.
 func (s *run) send(req *request) {
 	req.room = s.rng.Uint64()>>1 + 1
+	if req.clientRoom != 0 {
+		req.room = req.clientRoom
+	}
 	req.rid = fmt.Sprintf("gen-%016x", req.room)
 	if req.clientRid != "" {
 		req.rid = req.clientRid

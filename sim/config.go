@@ -74,6 +74,7 @@ type Clients struct {
 	CancelQueuedRate  float64       // cancel before the first token ...
 	CancelQueuedDelay time.Duration // ... after a delay drawn in [0, N]
 	RetrySameRidRate  float64       // a queued cancel sent again at once with the same rid
+	RetrySameRoomRate float64       // a queued cancel sent again at once under a new rid with the same bootstrap room
 	AbortRequestRate  float64       // a queued or decode cancel made by /abort_request to both engines, the answer read on
 	CancelDecodeRate  float64       // cancel after K tokens, K in [1, max-1]
 	DeadlineRate      float64       // a client deadline drawn in [D/2, D]

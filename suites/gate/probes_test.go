@@ -22,14 +22,11 @@ import (
 // the list shrinks as presets are added.
 func unreachableInGate() map[string]string {
 	const (
-		noRoomReuse    = "the router draws a fresh bootstrap room per request; needs a client reusing one through /generate"
 		noCorruptFrame = "corrupt-control-messages corrupts TransferInfo, ABORTs and notices, never a registration or a frame the parser still reads"
 		someSeeds      = "a race the presets reach in some seeds only"
 		runtimeNever   = "the runtime never takes this core branch: its loop stops at the first failure, as the upstream thread did"
 	)
 	return map[string]string{
-		"prefill/add-room-in-use":        noRoomReuse,
-		"decode/add-room-in-use":         noRoomReuse,
 		"prefill/malformed-kills-loop":   "bootstrap-thread-death's preset (abort-storm) corrupts nothing: its loop dies on an ABORT",
 		"prefill/metadata-unknown-agent": noCorruptFrame + "; registrations always precede TransferInfo on a connection",
 		"decode/status-not-failed":       "prefill only ever sends Failed statuses",

@@ -28,6 +28,7 @@ func Presets() map[string]PresetLabels {
 		"lost-control-messages":    {[]string{"control-link", "prefill", "decode"}, false},
 		"corrupt-control-messages": {[]string{"control-link", "prefill", "decode"}, false},
 		"rid-retries":              {[]string{"router", "prefill", "decode"}, false},
+		"room-retries":             {[]string{"router", "prefill", "decode"}, false},
 		"kv-pool-pressure":         {[]string{"kv-pool", "prefill", "decode"}, false},
 		"long-answers":             {[]string{"decode", "router", "agents"}, false},
 		"abort-requests":           {[]string{"prefill", "decode", "agents"}, false},
