@@ -95,6 +95,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"decode cancel of one token", Options{MaxTokens: 1, CancelDecodeRate: 0.1}, "max_tokens"},
 		{"retry rate above one", Options{CancelQueuedRate: 0.1, RetrySameRidRate: 2}, "retry_same_rid_rate"},
 		{"retries with no queued cancels", Options{CancelDecodeRate: 0.1, RetrySameRidRate: 0.5}, "retry_same_rid_rate"},
+		{"room retries with no queued cancels", Options{CancelDecodeRate: 0.1, RetrySameRoomRate: 0.5}, "retry_same_room_rate"},
 		{"abort_request rate above one", Options{CancelDecodeRate: 0.1, AbortRequestRate: 1.5}, "abort_request_rate"},
 		{"abort_requests with no cancels", Options{DeadlineRate: 0.1, Deadline: time.Second, AbortRequestRate: 0.5}, "abort_request_rate"},
 	} {
@@ -202,5 +203,35 @@ func TestPlanRetrySameRid(t *testing.T) {
 	}
 	if retries < 50 {
 		t.Fatalf("%d retries in 500 decisions at rates 0.5 x 0.5", retries)
+	}
+}
+
+// Room retries: only queued cancels not retried by rid, each with a room
+// of its own (never 0) and two distinct rids, so the copy reaches the
+// engines' room check, not their rid check.
+func TestPlanRetrySameRoom(t *testing.T) {
+	t.Parallel()
+	o, err := Preset(PresetOpenCode30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.CancelQueuedRate, o.RetrySameRoomRate = 0.5, 0.5
+	_, ds := Plan(1, o, 0, 0, 500)
+	retries, rooms := 0, map[uint64]bool{}
+	for _, d := range ds {
+		if !d.Retry {
+			if d.Room != 0 || d.RetryRid != "" {
+				t.Fatalf("a room on a request not retried: %+v", d)
+			}
+			continue
+		}
+		retries++
+		if d.Cancel != outcome.CancelQueued || d.Room == 0 || rooms[d.Room] || d.Rid == "" || d.RetryRid == "" || d.Rid == d.RetryRid {
+			t.Fatalf("room retry %+v (room seen before: %v)", d, rooms[d.Room])
+		}
+		rooms[d.Room] = true
+	}
+	if retries < 50 {
+		t.Fatalf("%d room retries in 500 decisions at rates 0.5 x 0.5", retries)
 	}
 }
