@@ -101,6 +101,16 @@ type window struct {
 
 func (wn *window) name() string {
 	switch {
+	case wn.f.Kind == "corrupt-messages":
+		// as the live fault names itself, which integrity reads
+		kinds, mode := "all", wn.f.Mode
+		if len(wn.f.Kinds) > 0 {
+			kinds = strings.Join(wn.f.Kinds, "+")
+		}
+		if mode == "" {
+			mode = faults.CorruptGarble
+		}
+		return fmt.Sprintf("corrupt(%s,%s,%s)", wn.f.Link, kinds, mode)
 	case wn.f.Link != "":
 		return wn.f.Kind + "@" + wn.f.Link
 	case wn.f.Kind == "sigstop" && wn.f.Role != "":

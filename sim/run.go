@@ -288,12 +288,19 @@ func (s *run) heal(wn *window) {
 }
 
 func (s *run) emitFaults() {
+	// A live fault's evidence counts over all its windows so far (its last
+	// record carries the total); corrupt-messages' count is "corrupted".
+	total := map[string]int64{}
 	for _, wn := range s.windows {
 		end := wn.healed
 		rec := schedule.Record{Window: wn.id, Fault: wn.name(), Layer: layerOf(wn.f.Kind), PlannedStart: wn.start, PlannedEnd: wn.end,
 			Applied: true, Start: wn.start, End: end}
 		rec.Evidence.Fault, rec.Evidence.Effective = wn.name(), wn.affected > 0
 		rec.Evidence.Counters = map[string]int64{"affected": wn.affected}
+		if wn.f.Kind == "corrupt-messages" {
+			total[wn.name()] += wn.affected
+			rec.Evidence.Counters["corrupted"] = total[wn.name()]
+		}
 		s.events = append(s.events, check.Event{T: end, Type: check.EvFault, Fault: &rec})
 	}
 }
@@ -314,6 +321,7 @@ func (s *run) scrape() {
 	}
 	ps.Counters[contract.MetricBootstrapFailed] = float64(s.p.BootstrapFailed)
 	ps.Counters[contract.MetricTransferFailed] = float64(s.p.TransferFailed)
+	ps.Counters[contract.MetricMalformedControl] = float64(s.p.Malformed)
 	ds := check.Scrape{EngineType: "decode", Gauges: map[string]float64{}, Counters: map[string]float64{}, Ranks: map[string]map[string]float64{}}
 	hung := 0.0
 	if s.d.Hung() {
@@ -329,6 +337,7 @@ func (s *run) scrape() {
 		put(&ds, r, s.d.Tables(r).Gauges(r))
 	}
 	ds.Counters[contract.MetricTransferFailed] = float64(s.d.TransferFailed)
+	ds.Counters[contract.MetricMalformedControl] = float64(s.d.Malformed)
 	ds.Counters[contract.MetricForeignWrites] = float64(s.d.ForeignWrites)
 	ds.Counters[contract.MetricStrayChunks] = float64(s.d.StrayChunks)
 	s.emit(check.Event{Type: check.EvScrape, Source: "sim/prefill", Scrape: &ps})
