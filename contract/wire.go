@@ -23,6 +23,13 @@ const (
 	WireMooncake Wire = "mooncake"
 )
 
+// SuccessOnControl reports whether a room's success reaches decode as a
+// status message on the control plane (Mooncake's conclude pushes it over
+// ZMQ, where a full queue or a lost link loses it) rather than with the
+// KV writes themselves (NIXL's completion notification follows the
+// writes, and prefill learns of it only once decode has them).
+func (w Wire) SuccessOnControl() bool { return w == WireMooncake }
+
 // Wires lists every dialect, default first.
 func Wires() []Wire { return []Wire{WireNIXL, WireMooncake} }
 

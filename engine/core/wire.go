@@ -132,11 +132,12 @@ func nixlTable() dialectTable {
 		status: func(room uint64, s KVPoll, rank int, reason string) [][]byte {
 			return [][]byte{str(TagKVStatus), utoa(room), itoa(int(s)), itoa(rank), str(reason)}
 		},
-		control:         nixlControl,
-		notice:          nixlNotice,
-		agentName:       func(unique, _ string) string { return unique },
-		epochNames:      true,
-		unexpectedAbort: "assert frame 0 == " + Guard + " failed",
+		control:          nixlControl,
+		notice:           nixlNotice,
+		agentName:        func(unique, _ string) string { return unique },
+		epochNames:       true,
+		unexpectedAbort:  "assert frame 0 == " + Guard + " failed",
+		successOnControl: contract.WireNIXL.SuccessOnControl(),
 	}
 }
 
@@ -267,7 +268,7 @@ func mooncakeTable() dialectTable {
 		// The Mooncake thread always knew ABORT (#27372); a loop with the
 		// regression on is the NIXL thread of #30352 whatever the layout.
 		unexpectedAbort:  "bootstrap loop does not handle " + TagAbort,
-		successOnControl: true,
+		successOnControl: contract.WireMooncake.SuccessOnControl(),
 	}
 }
 

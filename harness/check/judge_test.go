@@ -108,7 +108,7 @@ func TestFailuresNameWhere(t *testing.T) {
 		{"bad-timeouts-explained-no-peer.jsonl", contract.CheckTimeoutsExplained,
 			[]string{"room 2101: waiting-timeout on decode fired at 5.21s", "prefill has no record of the room", "3.2s metadata-sent WaitingForInput r0"}},
 		{"bad-timeouts-explained-peer-cleared.jsonl", contract.CheckTimeoutsExplained,
-			[]string{"room 2102: waiting-timeout", "prefill had ended the room 1.81s before (state Failed, last state Success)",
+			[]string{"room 2102: waiting-timeout", "prefill's transfer of the room had completed (Success on every rank, each write and the completion after them acknowledged by decode) 1.81s before",
 				"prefill history: 3.2s status Bootstrapping r0, 3.2s status Bootstrapping r1", "3.4s clear Success r1"}},
 		{"bad-timeouts-explained-notice-lost.jsonl", contract.CheckTimeoutsExplained,
 			[]string{"room 2103: bootstrap-timeout on prefill", "decode recorded metadata-sent 1.9s before it"}},

@@ -184,6 +184,18 @@ func (v *View) explain(f firing, own, peer contract.RoomRecord, hasPeer bool) (h
 		return "", fmt.Sprintf("prefill sent its failure notice %v before, and no fault on a notify link, a process or an engine loop was active to lose it",
 			f.at.Sub(sent).Round(time.Millisecond))
 	}
+	if done := transferDoneAt(f, peer, hasPeer); !done.IsZero() && !v.Run.Engine.Wire.SuccessOnControl() && f.at.Sub(done) >= DefaultRaceWindow {
+		// Prefill records Success only once decode acknowledged every
+		// write and the completion after them: decode had its KV. Only
+		// decode's own scheduler standing still explains its waiting
+		// deadline after that (a link fault cannot take back what decode
+		// acknowledged).
+		if v.stopFaultDuring(contract.SideDecode, done.Sub(base)-DefaultFaultMargin, f.at.Sub(base)+DefaultFaultMargin) {
+			return explainedFault, ""
+		}
+		return "", fmt.Sprintf("prefill's transfer of the room had completed (Success on every rank, each write and the completion after them acknowledged by decode) %v before, and decode's scheduler was not stopped",
+			f.at.Sub(done).Round(time.Millisecond))
+	}
 	if v.faultDuring(from.Sub(base)-DefaultFaultMargin, f.at.Sub(base)+DefaultFaultMargin) {
 		return explainedFault, ""
 	}
@@ -400,6 +412,33 @@ func faultLink(name string) string {
 		return ""
 	}
 	return link
+}
+
+// transferDoneAt is when prefill's record of the room first read Success
+// on every rank it held, before decode's waiting deadline f fired; zero
+// when f is another backstop or that never happened by then.
+func transferDoneAt(f firing, peer contract.RoomRecord, hasPeer bool) time.Time {
+	if f.b.Name != contract.BackstopWaiting || !hasPeer {
+		return time.Time{}
+	}
+	ranks := map[int]string{}
+	for _, e := range sortedEvents(peer.Events) {
+		if e.At.After(f.at) {
+			break
+		}
+		switch e.Kind {
+		case contract.RoomEventStatus:
+			ranks[e.Rank] = e.State
+		case contract.RoomEventClear:
+			ranks[e.Rank] = contract.StateFailed
+		default:
+			continue
+		}
+		if mergeMin(ranks) == contract.StateSuccess {
+			return e.At
+		}
+	}
+	return time.Time{}
 }
 
 // failNoticeSent is when prefill last recorded a failure notice to decode
