@@ -153,12 +153,18 @@ type Decode struct {
 	byRoom   map[uint64]*DecodeReq
 	aborts   []string
 	awaiting map[uint64]*awaitingAck
-	hist     *History
-	out      []DecodeOut
-	hung     bool
-	wire     Dialect
-	probes   *ProbeCounts
-	kv       kvDigests // readSeed's streams, resumed where they agree
+	// released remembers when each room was last released, for one
+	// waiting timeout (releasedQ, in release order, ages them out): a
+	// notice or write prefill sent for the room's old request may still
+	// be on its way, and it must not land on a new request for the room.
+	released  map[uint64]time.Time
+	releasedQ []releasedRoom
+	hist      *History
+	out       []DecodeOut
+	hung      bool
+	wire      Dialect
+	probes    *ProbeCounts
+	kv        kvDigests // readSeed's streams, resumed where they agree
 	// epochs is the epoch of decode's name towards each prefill
 	// (bootstrap address); names holds every name handed out, to tell a
 	// retired one from one decode never gave (decode_peers.go).
@@ -192,7 +198,7 @@ func NewDecode(cfg DecodeConfig, hist *History) *Decode {
 	if cfg.Probes == nil {
 		cfg.Probes = &ProbeCounts{}
 	}
-	d := &Decode{cfg: cfg, byRid: map[string]*DecodeReq{}, byRoom: map[uint64]*DecodeReq{}, awaiting: map[uint64]*awaitingAck{}, hist: hist, wire: dialectOf(cfg.Wire), probes: cfg.Probes,
+	d := &Decode{cfg: cfg, byRid: map[string]*DecodeReq{}, byRoom: map[uint64]*DecodeReq{}, awaiting: map[uint64]*awaitingAck{}, released: map[uint64]time.Time{}, hist: hist, wire: dialectOf(cfg.Wire), probes: cfg.Probes,
 		epochs: map[string]int{}, names: map[string]agentName{}}
 	per := model.KVBytesPerToken / cfg.Ranks
 	for r := range cfg.Ranks {
@@ -221,10 +227,16 @@ func (d *Decode) Add(now time.Time, rid string, room uint64, bootstrap string, t
 		return fmt.Errorf("add request %s: duplicate rid", rid)
 	}
 	_, held := d.byRoom[room]
-	if _, acking := d.awaiting[room]; held || acking {
+	_, acking := d.awaiting[room]
+	at, recent := d.released[room]
+	if held || acking || recent && now.Sub(at) < d.cfg.WaitingTimeout {
 		// A room whose aborted request's pages wait for prefill's ACK is
 		// still in use: prefill may yet write that request's KV into them,
-		// and a second abort of the room would lose the first's pages.
+		// and a second abort of the room would lose the first's pages. So
+		// is one released less than a waiting timeout ago: prefill's
+		// Failed status for the old request, sent as it cleared its side,
+		// would fail the new one and free its pages under prefill's
+		// writes (notices name the room only).
 		d.probes.Hit(contract.ProbeDecodeAddRoomInUse)
 		return fmt.Errorf("add request %s: room %d already in use", rid, room)
 	}

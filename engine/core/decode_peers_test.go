@@ -424,9 +424,11 @@ func scriptMooncakeUnackedAbort(r *rig) {
 }
 
 // A room whose aborted request's pages wait for prefill's ACK is still in
-// use: a new request for it is refused until the ACK frees them. Taken, a
-// second abort of the room replaced the first's entry and its pages never
-// came back (found by the room-retries preset).
+// use: a new request for it is refused until the ACK frees them, and for a
+// waiting timeout after its release. Taken at once, a second abort of the
+// room replaced the first's entry and its pages never came back, or
+// prefill's Failed status for the first request failed the second and
+// freed its pages under prefill's writes (both found by room-retries).
 func TestRoomAwaitingAckIsInUse(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, rigOpts{})
@@ -447,7 +449,14 @@ func TestRoomAwaitingAckIsInUse(t *testing.T) {
 	if l := r.d.Lens(0); l.AwaitingAck != 0 || l.PagesUsed != 0 {
 		t.Fatalf("after the ACK: awaiting %d, %d pages used; want 0, 0", l.AwaitingAck, l.PagesUsed)
 	}
+	// Released just now: prefill's Failed status for "a" may still be on
+	// its way, and would fail "b" (notices name the room only).
+	if err := r.d.Add(r.now, "b", 90, testBootstrap, model.Tokenize(prompt(91, 80)), 4); err == nil {
+		t.Fatal("a room released just now was taken again")
+	}
+	r.advance(testTimeout)
+	r.stepD()
 	if err := r.d.Add(r.now, "b", 90, testBootstrap, model.Tokenize(prompt(91, 80)), 4); err != nil {
-		t.Fatalf("add once the ACK freed the room: %v", err)
+		t.Fatalf("add a waiting timeout after the room was released: %v", err)
 	}
 }

@@ -59,6 +59,7 @@ func (d *Decode) Step(now time.Time) (DecodeStepResult, error) {
 		}
 	}
 	d.aborts = d.aborts[:0]
+	d.forgetReleased(now)
 
 	d.preallocate(now)
 	res.Finished = append(res.Finished, d.pollTransfers(now)...)
@@ -329,6 +330,30 @@ func (d *Decode) release(now time.Time, req *DecodeReq, final KVPoll, why string
 	d.hist.Forget(req.Room)
 	delete(d.byRid, req.Rid)
 	delete(d.byRoom, req.Room)
+	d.released[req.Room] = now
+	d.releasedQ = append(d.releasedQ, releasedRoom{req.Room, now})
+}
+
+// releasedRoom is one release, in the order released rooms age out.
+type releasedRoom struct {
+	room uint64
+	at   time.Time
+}
+
+// forgetReleased ages out the rooms released a waiting timeout ago or
+// more (a later release of the same room keeps its own entry).
+func (d *Decode) forgetReleased(now time.Time) {
+	n := 0
+	for _, r := range d.releasedQ {
+		if now.Sub(r.at) < d.cfg.WaitingTimeout {
+			break
+		}
+		if d.released[r.room].Equal(r.at) {
+			delete(d.released, r.room)
+		}
+		n++
+	}
+	d.releasedQ = d.releasedQ[n:]
 }
 
 func (d *Decode) freeAwaiting(room uint64) {
