@@ -54,6 +54,19 @@ func (r *rig) dropAborts() int {
 	return n
 }
 
+// abortInTransfer adds rid for room and aborts it on decode once prefill
+// holds its metadata: decode sends an ABORT and keeps the room's pages for
+// prefill's ACK.
+func (r *rig) abortInTransfer(rid string, room uint64) {
+	r.t.Helper()
+	r.add(rid, room, prompt(int(room), 80), 4)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	r.abortD(rid)
+	r.stepD()
+}
+
 func hasNote(r *rig, room uint64, kind string) bool {
 	held, cleared := r.dh.Snapshot()
 	for _, rec := range append(held, cleared...) {
@@ -74,12 +87,7 @@ func hasNote(r *rig, room uint64, kind string) bool {
 func TestAbortResentBeforeFree(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, rigOpts{})
-	r.add("a", 90, prompt(90, 80), 4)
-	r.stepD()
-	r.deliverControl()
-	r.stepP()
-	r.abortD("a")
-	r.stepD()
+	r.abortInTransfer("a", 90)
 	if n := r.dropAborts(); n != 1 {
 		t.Fatalf("%d ABORTs sent, want 1", n)
 	}
@@ -432,12 +440,7 @@ func scriptMooncakeUnackedAbort(r *rig) {
 func TestRoomAwaitingAckIsInUse(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, rigOpts{})
-	r.add("a", 90, prompt(90, 80), 4)
-	r.stepD()
-	r.deliverControl()
-	r.stepP()
-	r.abortD("a")
-	r.stepD()
+	r.abortInTransfer("a", 90)
 	if r.d.Lens(0).AwaitingAck != 1 {
 		t.Fatalf("awaiting %d ACKs after the abort in transfer, want 1", r.d.Lens(0).AwaitingAck)
 	}
