@@ -285,6 +285,17 @@ func TestRegressionRankDesync(t *testing.T) {
 			return testkit.GaugeIs(t.Context(), c.MetricsURLs()[1], contract.MetricDecodeTransferQueue, 2) // one per rank
 		})
 		cancel()
+		// Decode must have taken the cancel before the workers resume:
+		// under load the router's cancel can reach it after the KV did,
+		// and the request then ran to its end with no abort to desync on
+		// (a clean-clone CI run saw the transfer queue at 0).
+		testkit.Eventually(t, 10*time.Second, func() error {
+			rec, _, err := testkit.RoomOn(t.Context(), c.EngineURLs()[1], 6006)
+			if err != nil || !hasEvent(rec, "abort-request") {
+				return fmt.Errorf("decode has not taken the client's cancel yet: %v", err)
+			}
+			return nil
+		})
 		must(t, h.Resume(t.Context(), allWorkers))
 		answer := make(chan error, 1)
 		msgs := prompt(9)
