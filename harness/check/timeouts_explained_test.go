@@ -314,3 +314,38 @@ func TestTimeoutsExplainedPeerLossWaitsForDecode(t *testing.T) {
 		}
 	}
 }
+
+// Only a fault that stops a role's scheduler (its process stopped or
+// killed, its scheduler stalled) excuses a room of that role outliving a
+// state deadline: the peer stopped, a paused transfer worker or a stalled
+// bootstrap loop leave the deadline to fire.
+func TestStopFaultDuringIsTheRolesOwn(t *testing.T) {
+	t.Parallel()
+	rec := func(name string, layer faults.Layer) schedule.Record {
+		return schedule.Record{Fault: name, Layer: layer, Applied: true, Start: time.Second, End: 3 * time.Second}
+	}
+	cases := []struct {
+		fault   schedule.Record
+		role    string
+		excuses bool
+	}{
+		{rec("sigstop(prefill)", faults.LayerProcess), contract.SidePrefill, true},
+		{rec("sigkill(prefill,restart)", faults.LayerProcess), contract.SidePrefill, true},
+		{rec("stall-scheduler(prefill/-1)", faults.LayerEngine), contract.SidePrefill, true},
+		{rec("stall-scheduler(decode/0)", faults.LayerEngine), contract.SideDecode, true},
+		{rec("sigstop(decode)", faults.LayerProcess), contract.SidePrefill, false},
+		{rec("stall-scheduler(decode/0)", faults.LayerEngine), contract.SidePrefill, false},
+		{rec("pause-transfer-workers(prefill/-1/worker=-1)", faults.LayerEngine), contract.SidePrefill, false},
+		{rec("stall-bootstrap-loop(prefill/0)", faults.LayerEngine), contract.SidePrefill, false},
+		{rec("latency(kv/0,10ms)", faults.LayerNetwork), contract.SidePrefill, false},
+	}
+	for _, c := range cases {
+		v := &View{Faults: []schedule.Record{c.fault}}
+		if got := v.stopFaultDuring(c.role, 2*time.Second, 5*time.Second); got != c.excuses {
+			t.Errorf("%s excuses a %s overrun: %v, want %v", c.fault.Fault, c.role, got, c.excuses)
+		}
+		if v.stopFaultDuring(c.role, 4*time.Second, 5*time.Second) {
+			t.Errorf("%s, healed at 3s, excuses an overrun from 4s", c.fault.Fault)
+		}
+	}
+}
