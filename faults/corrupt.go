@@ -1,5 +1,10 @@
 package faults
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Corruption modes of the corrupt-messages fault (the frame proxy's
 // protocol.Corrupt, and the simulator's model of it).
 const (
@@ -10,6 +15,35 @@ const (
 	// counts) with bytes that are not a number.
 	CorruptGarble = "garble"
 )
+
+// CorruptName is a corrupt-messages fault's name, corrupt(LINK,KINDS,MODE)
+// (KINDS joined with "+", "all" when empty; MODE garble when empty): its
+// evidence is keyed by it, live and simulated, and integrity reads the
+// link and mode back with ParseCorruptName.
+func CorruptName(link string, kinds []string, mode string) string {
+	k := "all"
+	if len(kinds) > 0 {
+		k = strings.Join(kinds, "+")
+	}
+	if mode == "" {
+		mode = CorruptGarble
+	}
+	return fmt.Sprintf("corrupt(%s,%s,%s)", link, k, mode)
+}
+
+// ParseCorruptName reads CorruptName's link and mode back; false for
+// another name.
+func ParseCorruptName(name string) (link, mode string, ok bool) {
+	inner, found := strings.CutPrefix(name, "corrupt(")
+	if !found || !strings.HasSuffix(inner, ")") {
+		return "", "", false
+	}
+	parts := strings.Split(strings.TrimSuffix(inner, ")"), ",")
+	if len(parts) != 3 {
+		return "", "", false
+	}
+	return parts[0], parts[2], true
+}
 
 // CorruptModes lists the corruption modes.
 func CorruptModes() []string { return []string{CorruptTruncate, CorruptGarble} }

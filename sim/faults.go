@@ -102,25 +102,15 @@ type window struct {
 func (wn *window) name() string {
 	switch {
 	case wn.f.Kind == "corrupt-messages":
-		// as the live fault names itself, which integrity reads
-		kinds, mode := "all", wn.f.Mode
-		if len(wn.f.Kinds) > 0 {
-			kinds = strings.Join(wn.f.Kinds, "+")
-		}
-		if mode == "" {
-			mode = faults.CorruptGarble
-		}
-		return fmt.Sprintf("corrupt(%s,%s,%s)", wn.f.Link, kinds, mode)
+		return faults.CorruptName(wn.f.Link, wn.f.Kinds, wn.f.Mode) // as the live fault names itself, which integrity reads
 	case wn.f.Link != "":
 		return wn.f.Kind + "@" + wn.f.Link
 	case wn.f.Kind == "sigstop" && wn.f.Role != "":
 		return wn.f.Kind + "(" + wn.f.Role + ")" // as the live process fault names itself
-	case wn.f.Kind == "stall-scheduler" || wn.f.Kind == "stall-bootstrap-loop":
-		role := wn.f.Role
-		if role == "" {
-			role = "prefill"
-		}
-		return fmt.Sprintf("%s(%s/%d)", wn.f.Kind, role, wn.f.Rank) // as the live engine fault names itself
+	case wn.f.Kind == "stall-scheduler":
+		return (&faults.StallScheduler{Role: wn.f.Role, Rank: wn.f.Rank}).Name() // as the live engine fault names itself
+	case wn.f.Kind == "stall-bootstrap-loop":
+		return (&faults.StallBootstrapLoop{Rank: wn.f.Rank}).Name()
 	}
 	return wn.f.Kind
 }

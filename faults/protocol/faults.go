@@ -351,7 +351,11 @@ type Corrupt struct {
 
 // Name implements faults.Fault.
 func (f *Corrupt) Name() string {
-	return fmt.Sprintf("corrupt(%s,%s,%s)", f.Link, kindsName(f.Kinds), f.mode())
+	kinds := make([]string, len(f.Kinds))
+	for i, k := range f.Kinds {
+		kinds[i] = string(k)
+	}
+	return faults.CorruptName(f.Link, kinds, f.mode())
 }
 
 func (f *Corrupt) mode() string {

@@ -73,7 +73,7 @@ func (v *View) garbledAccepted(ev map[string]int64) []string {
 	garbled := map[string]int64{} // receiving engine type -> messages
 	links := map[string][]string{}
 	for name, i := range last {
-		link, mode, ok := corruptFault(name)
+		link, mode, ok := faults.ParseCorruptName(name)
 		if !ok || mode != faults.CorruptGarble || v.overlapsOtherFault(name) {
 			continue
 		}
@@ -105,19 +105,6 @@ func (v *View) garbledAccepted(ev map[string]int64) []string {
 		}
 	}
 	return bad
-}
-
-// corruptFault reads a corrupt-messages fault name, corrupt(LINK,KINDS,MODE).
-func corruptFault(name string) (link, mode string, ok bool) {
-	inner, found := strings.CutPrefix(name, "corrupt(")
-	if !found || !strings.HasSuffix(inner, ")") {
-		return "", "", false
-	}
-	parts := strings.Split(strings.TrimSuffix(inner, ")"), ",")
-	if len(parts) != 3 {
-		return "", "", false
-	}
-	return parts[0], parts[2], true
 }
 
 // overlapsOtherFault reports whether a window of another fault overlapped
