@@ -60,6 +60,12 @@ const (
 	RoomEventTransferError = "transfer-error"
 	// RoomEventAbortReceived is prefill taking decode's ABORT for the room.
 	RoomEventAbortReceived = "abort-received"
+	// RoomEventKVReceived is decode's rank holding every chunk of the room
+	// and the aux message after the last, written before it acknowledges
+	// the aux: prefill's rank may write Success only after it. On NIXL the
+	// rank's Success status follows at once; on Mooncake it waits for
+	// prefill's Success status.
+	RoomEventKVReceived = "kv-received"
 )
 
 // Ending is a room event after which the fixed engine ends the room on

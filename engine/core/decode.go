@@ -88,6 +88,9 @@ type DecodeReq struct {
 	// succeeded: the rank's prefill sent Success (Mooncake, where decode
 	// waits for it: see dialectTable.successOnControl).
 	succeeded []bool
+	// received: the rank's chunks and aux are all in (noted once, as
+	// contract.RoomEventKVReceived).
+	received  []bool
 	flipped   bool // decode-abort-leak: receiver flipped, queues untouched
 	committed bool // transfer done, decoding
 	// unfenced: failed while its prefill may still write its pages, which
@@ -246,7 +249,8 @@ func (d *Decode) Add(now time.Time, rid string, room uint64, bootstrap string, t
 	}
 	req := &DecodeReq{Rid: rid, Room: room, Bootstrap: bootstrap, Tokens: tokens, MaxNew: maxNew, Added: now,
 		pages: make([][]uint32, len(d.ranks)), chunks: make([]map[int]bool, len(d.ranks)),
-		lastID: make([]int, len(d.ranks)), aux: make([]bool, len(d.ranks)), succeeded: make([]bool, len(d.ranks))}
+		lastID: make([]int, len(d.ranks)), aux: make([]bool, len(d.ranks)), succeeded: make([]bool, len(d.ranks)),
+		received: make([]bool, len(d.ranks))}
 	for r, rk := range d.ranks {
 		req.chunks[r] = map[int]bool{}
 		req.lastID[r] = -1

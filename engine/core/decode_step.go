@@ -456,6 +456,10 @@ func (d *Decode) checkDone(now time.Time, rank int, req *DecodeReq) {
 	if !req.aux[rank] || req.lastID[rank] < 0 || len(req.chunks[rank]) != req.lastID[rank]+1 {
 		return
 	}
+	if !req.received[rank] {
+		req.received[rank] = true
+		d.hist.Note(now, req.Room, "decode", rank, contract.RoomEventKVReceived, fmt.Sprintf("%d chunks and the aux received", req.lastID[rank]+1))
+	}
 	if !d.wire.table().successOnControl {
 		d.ranks[rank].status.Update(now, req.Room, Success, WriterReceiver, "all chunks and aux received")
 	} else if req.succeeded[rank] {

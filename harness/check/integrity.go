@@ -12,7 +12,10 @@ import (
 	"github.com/pdchaos/pdchaos/faults"
 )
 
-// checkIntegrity: every completed answer matched the model.
+// checkIntegrity: every completed answer matched the model, no late KV
+// write landed in another request's pages, every garbled control message
+// was refused, and no prefill rank wrote Success for KV decode never held
+// (successesUnreceived).
 func checkIntegrity(v *View) CheckResult {
 	ev := map[string]int64{"completed_checked": 0, "violations": 0}
 	var bad []string
@@ -44,6 +47,10 @@ func checkIntegrity(v *View) CheckResult {
 		}
 	}
 	bad = append(bad, v.garbledAccepted(ev)...)
+	if lost := successesUnreceived(roomsByRole(v)); len(lost) > 0 {
+		ev["successes_unreceived"] = int64(len(lost))
+		bad = append(bad, lost...)
+	}
 	switch {
 	case len(bad) > 0:
 		r := result(contract.CheckIntegrity, Fail, ev, "%d corruption findings: %s", len(bad), joinLimit(bad, 2))

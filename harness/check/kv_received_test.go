@@ -1,0 +1,100 @@
+package check
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pdchaos/pdchaos/agents/outcome"
+	"github.com/pdchaos/pdchaos/contract"
+)
+
+// Prefill's rank may write Success only after decode's rank noted the
+// room's KV in (or, in runs recorded before the note, wrote Success
+// itself). A Success without it is judged only when decode's record is
+// known to be complete at that moment: cleared, or holding a later event.
+func TestSuccessesUnreceived(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
+	ev := func(side string, n, rank int, kind, state string) contract.Event {
+		return contract.Event{At: ms(n), Side: side, Rank: rank, Kind: kind, State: state}
+	}
+	pSuccess := func(n, rank int) contract.Event {
+		return ev("prefill", n, rank, contract.RoomEventStatus, contract.StateSuccess)
+	}
+	dStatus := func(n, rank int, state string) contract.Event {
+		return ev("decode", n, rank, contract.RoomEventStatus, state)
+	}
+	dNote := func(n, rank int, kind string) contract.Event { return ev("decode", n, rank, kind, "") }
+	waiting, failed, success := contract.StateWaitingForInput, contract.StateFailed, contract.StateSuccess
+	received := contract.RoomEventKVReceived
+	cases := []struct {
+		name    string
+		prefill []contract.Event
+		decode  []contract.Event // nil: no decode record
+		cleared bool
+		want    string // "" passes; else a substring of the one violation
+	}{
+		{"received then success (NIXL)", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting), dNote(40, 0, received), dStatus(40, 0, success)}, true, ""},
+		{"received, Mooncake status lost", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting), dNote(40, 0, received), dStatus(9000, 0, failed)}, true, ""},
+		{"older run: decode's Success only", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting), dStatus(40, 0, success)}, true, ""},
+		{"no decode record", []contract.Event{pSuccess(50, 0)}, nil, false, ""},
+		{"decode's copy predates the Success", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting)}, false, ""},
+		{"failed later without the KV", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting), dStatus(9000, 0, failed)}, false,
+			"room 7 rank 0: prefill wrote Success at 10:00:00.050"},
+		{"cleared before the Success", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting), dStatus(10, 0, failed)}, true,
+			"decode never held the room's KV on that rank"},
+		{"the other rank's KV", []contract.Event{pSuccess(50, 0), pSuccess(60, 1)}, []contract.Event{dStatus(0, 0, waiting), dStatus(0, 1, waiting),
+			dNote(40, 0, received), dStatus(40, 0, success), dStatus(9000, 1, failed)}, true, "room 7 rank 1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			recs := map[string]map[uint64]contract.RoomRecord{
+				contract.SidePrefill: {7: {Room: 7, Side: "prefill", Created: base, Cleared: true, Events: c.prefill}},
+			}
+			if c.decode != nil {
+				recs[contract.SideDecode] = map[uint64]contract.RoomRecord{7: {Room: 7, Side: "decode", Created: base, Cleared: c.cleared, Events: c.decode}}
+			}
+			got := successesUnreceived(recs)
+			switch {
+			case c.want == "" && len(got) > 0:
+				t.Fatalf("flagged a Success decode acknowledged, or one it cannot judge: %v", got)
+			case c.want != "" && (len(got) != 1 || !strings.Contains(got[0], c.want)):
+				t.Fatalf("got %q, want one violation containing %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestIntegritySuccessUnreceived: the rule fails integrity through Judge,
+// from the rooms snapshots a run records, even when every answer matched.
+func TestIntegritySuccessUnreceived(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	ok := outcome.Outcome{Kind: outcome.KindCompleted}
+	pre := contract.RoomRecord{Room: 3, Side: "prefill", Created: base, Cleared: true, Events: []contract.Event{
+		{At: base.Add(time.Second), Side: "prefill", Kind: contract.RoomEventStatus, State: contract.StateSuccess, Detail: "last chunk 0 done"}}}
+	for _, tc := range []struct {
+		name string
+		note bool
+		want Status
+	}{{"acknowledged", true, Pass}, {"never received", false, Fail}} {
+		dec := contract.RoomRecord{Room: 3, Side: "decode", Created: base, Cleared: true, Events: []contract.Event{
+			{At: base, Side: "decode", Kind: contract.RoomEventStatus, State: contract.StateWaitingForInput}}}
+		if tc.note {
+			dec.Events = append(dec.Events, contract.Event{At: base.Add(time.Second / 2), Side: "decode", Kind: contract.RoomEventKVReceived})
+		}
+		dec.Events = append(dec.Events, contract.Event{At: base.Add(30 * time.Second), Side: "decode", Kind: contract.RoomEventStatus, State: contract.StateFailed})
+		evs := []Event{
+			{Type: "run", Run: &RunInfo{Scenario: "x"}},
+			{Type: "outcome", Outcome: &ok},
+			{Type: "rooms", Source: "prefill", Rooms: &RoomsSnap{Role: contract.SidePrefill, Ended: []contract.RoomRecord{pre}}},
+			{Type: "rooms", Source: "decode", Rooms: &RoomsSnap{Role: contract.SideDecode, Ended: []contract.RoomRecord{dec}}},
+		}
+		c, _ := Judge(evs, Floor{}).Get(contract.CheckIntegrity)
+		if c.Status != tc.want {
+			t.Errorf("%s: integrity %s (%s), want %s", tc.name, c.Status, c.Summary, tc.want)
+		}
+	}
+}
