@@ -47,7 +47,7 @@ func checkIntegrity(v *View) CheckResult {
 		}
 	}
 	bad = append(bad, v.garbledAccepted(ev)...)
-	if lost := successesUnreceived(roomsByRole(v)); len(lost) > 0 {
+	if lost := v.successesUnreceived(roomsByRole(v)); len(lost) > 0 {
 		ev["successes_unreceived"] = int64(len(lost))
 		bad = append(bad, lost...)
 	}
@@ -70,8 +70,10 @@ func checkIntegrity(v *View) CheckResult {
 // MetricMalformedControl) by prefill (control/N) or decode (notify/N); one
 // taken as valid is a parser reading garbage as a room. Only windows no
 // other fault overlapped are judged (a reset could lose a garbled message
-// on the way), only garble mode (a truncated layout may still parse), and
-// only where the engine exports the counter (the bundled engine).
+// on the way), only garble mode (a truncated layout may still parse), only
+// where the engine exports the counter (the bundled engine), and only on a
+// receiver no one killed (a dead process's count since its last scrape,
+// and the messages it had not read, are lost with it).
 func (v *View) garbledAccepted(ev map[string]int64) []string {
 	last := map[string]int{}
 	for i, f := range v.Faults {
@@ -102,6 +104,10 @@ func (v *View) garbledAccepted(ev map[string]int64) []string {
 		n := garbled[recv]
 		refused, ok := v.counterGrowth(recv, contract.MetricMalformedControl)
 		if !ok || n == 0 {
+			continue
+		}
+		if v.roleKilled(recv) {
+			ev["garbled_unjudged"] += n
 			continue
 		}
 		ev["garbled_sent"] += n
@@ -140,30 +146,43 @@ func (v *View) overlapsOtherFault(name string) bool {
 	return false
 }
 
+// roleKilled reports whether a sigkill of role was applied in the run.
+func (v *View) roleKilled(role string) bool {
+	for _, f := range v.Faults {
+		if f.Applied && f.Layer == faults.LayerProcess && strings.HasPrefix(f.Fault, "sigkill(") && faultRole(f.Fault) == role {
+			return true
+		}
+	}
+	return false
+}
+
 // counterGrowth is how much counter grew over the run on the engines of
-// type engineType (the last good scrape less the first, summed over
-// sources); false when none exports it.
+// type engineType (each source's increases between good scrapes, a drop
+// read as the counter starting again from zero in a restarted process, as
+// Prometheus reads one, summed over sources); false when none exports it.
 func (v *View) counterGrowth(engineType, counter string) (int64, bool) {
 	var total int64
 	found := false
 	for _, src := range slices.Sorted(maps.Keys(v.Scrapes)) {
-		var first, last *Scrape
+		var prev *Scrape
 		for i := range v.Scrapes[src] {
 			sc := &v.Scrapes[src][i]
 			if sc.Err != "" || sc.EngineType != engineType {
 				continue
 			}
-			if _, has := sc.Counters[counter]; !has {
+			cur, has := sc.Counters[counter]
+			if !has {
 				continue
 			}
-			if first == nil {
-				first = sc
-			}
-			last = sc
-		}
-		if first != nil {
 			found = true
-			total += int64(last.Counters[counter] - first.Counters[counter])
+			switch {
+			case prev == nil:
+			case cur >= prev.Counters[counter]:
+				total += int64(cur - prev.Counters[counter])
+			default:
+				total += int64(cur)
+			}
+			prev = sc
 		}
 	}
 	return total, found

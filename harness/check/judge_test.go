@@ -1,6 +1,7 @@
 package check
 
 import (
+	"github.com/pdchaos/pdchaos/faults"
 	"github.com/pdchaos/pdchaos/faults/schedule"
 	"os"
 	"path/filepath"
@@ -314,8 +315,9 @@ func TestCancelJudgesTheFirstRecord(t *testing.T) {
 // TestIntegrityGarbledRefused: every control message corrupt-messages
 // garbled must be counted as malformed by its receiver (prefill for
 // control/N, decode for notify/N); fewer means garbage was read as valid.
-// Truncation, a window another fault overlapped and an engine without the
-// counter are not judged.
+// Truncation, a window another fault overlapped, an engine without the
+// counter and a receiver whose process was killed are not judged; a
+// counter that drops is a restarted process counting from zero.
 func TestIntegrityGarbledRefused(t *testing.T) {
 	t.Parallel()
 	ok := outcome.Outcome{Kind: outcome.KindCompleted}
@@ -324,6 +326,9 @@ func TestIntegrityGarbledRefused(t *testing.T) {
 		rec.Evidence.Effective = corrupted > 0
 		rec.Evidence.Counters = map[string]int64{"corrupted": corrupted}
 		return Event{Type: EvFault, Fault: &rec}
+	}
+	kill := func(name string, at time.Duration) Event {
+		return Event{Type: EvFault, Fault: &schedule.Record{Window: 9, Fault: name, Layer: faults.LayerProcess, Applied: true, Start: at, End: at + time.Second}}
 	}
 	scrape := func(engine string, malformed float64) Event {
 		sc := &Scrape{EngineType: engine, Counters: map[string]float64{}}
@@ -351,6 +356,14 @@ func TestIntegrityGarbledRefused(t *testing.T) {
 			scrape("prefill", 0), scrape("prefill", 1)}, Pass, ""},
 		{"no counter exported", []Event{fault("corrupt(control/0,abort,garble)", s, 2*s, 4),
 			scrape("prefill", -1), scrape("prefill", -1)}, Pass, ""},
+		{"counted across a restart", []Event{fault("corrupt(notify/0,status+ack,garble)", s, 2*s, 5),
+			scrape("decode", 1), scrape("decode", 4), scrape("decode", 2), scrape("decode", 3)}, Pass, ""},
+		{"too few across a restart", []Event{fault("corrupt(notify/0,status+ack,garble)", s, 2*s, 5),
+			scrape("decode", 1), scrape("decode", 3), scrape("decode", 1)}, Fail, "decode refused 3 of 5"},
+		{"receiver killed later", []Event{fault("corrupt(notify/0,status+ack,garble)", s, 2*s, 5), kill("sigkill(decode,restart)", 5*s),
+			scrape("decode", 0), scrape("decode", 1)}, Pass, ""},
+		{"the other side killed", []Event{fault("corrupt(notify/0,status+ack,garble)", s, 2*s, 5), kill("sigkill(prefill,restart)", 5*s),
+			scrape("decode", 0), scrape("decode", 1)}, Fail, "decode refused 1 of 5"},
 	} {
 		evs := append([]Event{{Type: "run", Run: &RunInfo{Scenario: "x"}}, {Type: "outcome", Outcome: &ok}}, tc.evs...)
 		c, _ := Judge(evs, Floor{}).Get(contract.CheckIntegrity)

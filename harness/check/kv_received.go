@@ -2,9 +2,11 @@ package check
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/faults"
 )
 
 // successesUnreceived lists the prefill ranks that wrote a room's Success
@@ -17,20 +19,24 @@ import (
 // fault on the link would otherwise excuse.
 //
 // Judged only from a decode record that is complete up to prefill's
-// Success: cleared, or holding an event at or after it (a decode process
-// killed before the harness read its last state leaves an older copy),
-// and on neither side past contract.MaxRoomEvents.
-func successesUnreceived(recs map[string]map[uint64]contract.RoomRecord) []string {
+// Success: cleared, or holding an event at or after it, and on neither
+// side past contract.MaxRoomEvents. A decode process killed before the
+// harness read its last state leaves an older copy, or none: then the
+// Success is judged only when that process was killed (sigkill of decode)
+// after its last word on the room (or after prefill opened it, with no
+// record) and at least killAckMargin before the Success, so no
+// acknowledgement it wrote before dying can be the one prefill read.
+func (v *View) successesUnreceived(recs map[string]map[uint64]contract.RoomRecord) []string {
 	pre, dec := recs[contract.SidePrefill], recs[contract.SideDecode]
 	var out []string
 	for _, id := range sortedRooms(pre) {
 		p := pre[id]
 		d, ok := dec[id]
-		if !ok || nonClear(p.Events) >= contract.MaxRoomEvents || nonClear(d.Events) >= contract.MaxRoomEvents {
+		if nonClear(p.Events) >= contract.MaxRoomEvents || ok && nonClear(d.Events) >= contract.MaxRoomEvents {
 			continue
 		}
 		in := map[int]bool{}
-		var last time.Time
+		last := p.Created // no decode record: nothing newer is known of it
 		for _, e := range d.Events {
 			if e.Kind == contract.RoomEventKVReceived || e.Kind == contract.RoomEventStatus && e.State == contract.StateSuccess {
 				in[e.Rank] = true
@@ -44,13 +50,46 @@ func successesUnreceived(recs map[string]map[uint64]contract.RoomRecord) []strin
 			if e.Kind != contract.RoomEventStatus || e.State != contract.StateSuccess || in[e.Rank] || named[e.Rank] {
 				continue
 			}
+			why := fmt.Sprintf("decode's history: %s", historyLine(d.Events, d.Created))
+			if !ok {
+				why = "decode has no record of the room"
+			}
 			if !d.Cleared && last.Before(e.At) {
-				continue
+				kill, dead := v.decodeKilledBetween(last, e.At.Add(-killAckMargin))
+				if !dead {
+					continue
+				}
+				why = fmt.Sprintf("decode's process was killed at %s (%s), before it; %s", kill.at.Format("15:04:05.000"), kill.name, why)
 			}
 			named[e.Rank] = true
-			out = append(out, fmt.Sprintf("room %d rank %d: prefill wrote Success at %s (%s), but decode never held the room's KV on that rank (no %s there); decode's history: %s",
-				id, e.Rank, e.At.Format("15:04:05.000"), e.Detail, contract.RoomEventKVReceived, historyLine(d.Events, d.Created)))
+			out = append(out, fmt.Sprintf("room %d rank %d: prefill wrote Success at %s (%s), but decode never held the room's KV on that rank (no %s there); %s",
+				id, e.Rank, e.At.Format("15:04:05.000"), e.Detail, contract.RoomEventKVReceived, why))
 		}
 	}
 	return out
+}
+
+// killAckMargin is how long after a decode process was sent SIGKILL an
+// acknowledgement it wrote before dying may still reach prefill and be
+// recorded: bytes already in the socket's send buffer are delivered, and a
+// loaded prefill reads them late.
+const killAckMargin = 500 * time.Millisecond
+
+type killAt struct {
+	at   time.Time
+	name string
+}
+
+// decodeKilledBetween returns the first applied sigkill of decode that
+// started in (from, to].
+func (v *View) decodeKilledBetween(from, to time.Time) (killAt, bool) {
+	for _, f := range v.Faults {
+		if !f.Applied || f.Layer != faults.LayerProcess || !strings.HasPrefix(f.Fault, "sigkill(") || faultRole(f.Fault) != contract.SideDecode {
+			continue
+		}
+		if at := v.Run.BaseWall.Add(f.Start); at.After(from) && !at.After(to) {
+			return killAt{at: at, name: f.Fault}, true
+		}
+	}
+	return killAt{}, false
 }

@@ -7,12 +7,15 @@ import (
 
 	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/faults"
+	"github.com/pdchaos/pdchaos/faults/schedule"
 )
 
 // Prefill's rank may write Success only after decode's rank noted the
 // room's KV in (or, in runs recorded before the note, wrote Success
 // itself). A Success without it is judged only when decode's record is
-// known to be complete at that moment: cleared, or holding a later event.
+// known to be complete at that moment (cleared, or holding a later
+// event), or when decode's process died well before it.
 func TestSuccessesUnreceived(t *testing.T) {
 	t.Parallel()
 	base := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
@@ -34,19 +37,24 @@ func TestSuccessesUnreceived(t *testing.T) {
 		prefill []contract.Event
 		decode  []contract.Event // nil: no decode record
 		cleared bool
+		kill    int    // ms from base a sigkill(decode,restart) started; 0 none
 		want    string // "" passes; else a substring of the one violation
 	}{
-		{"received then success (NIXL)", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting), dNote(40, 0, received), dStatus(40, 0, success)}, true, ""},
-		{"received, Mooncake status lost", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting), dNote(40, 0, received), dStatus(9000, 0, failed)}, true, ""},
-		{"older run: decode's Success only", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting), dStatus(40, 0, success)}, true, ""},
-		{"no decode record", []contract.Event{pSuccess(50, 0)}, nil, false, ""},
-		{"decode's copy predates the Success", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting)}, false, ""},
-		{"failed later without the KV", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting), dStatus(9000, 0, failed)}, false,
+		{"received then success (NIXL)", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting), dNote(40, 0, received), dStatus(40, 0, success)}, true, 0, ""},
+		{"received, Mooncake status lost", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting), dNote(40, 0, received), dStatus(9000, 0, failed)}, true, 0, ""},
+		{"older run: decode's Success only", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting), dStatus(40, 0, success)}, true, 0, ""},
+		{"no decode record", []contract.Event{pSuccess(50, 0)}, nil, false, 0, ""},
+		{"decode's copy predates the Success", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting)}, false, 0, ""},
+		{"failed later without the KV", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting), dStatus(9000, 0, failed)}, false, 0,
 			"room 7 rank 0: prefill wrote Success at 10:00:00.050"},
-		{"cleared before the Success", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting), dStatus(10, 0, failed)}, true,
+		{"cleared before the Success", []contract.Event{pSuccess(50, 0)}, []contract.Event{dStatus(0, 0, waiting), dStatus(10, 0, failed)}, true, 0,
 			"decode never held the room's KV on that rank"},
 		{"the other rank's KV", []contract.Event{pSuccess(50, 0), pSuccess(60, 1)}, []contract.Event{dStatus(0, 0, waiting), dStatus(0, 1, waiting),
-			dNote(40, 0, received), dStatus(40, 0, success), dStatus(9000, 1, failed)}, true, "room 7 rank 1"},
+			dNote(40, 0, received), dStatus(40, 0, success), dStatus(9000, 1, failed)}, true, 0, "room 7 rank 1"},
+		{"killed, acknowledged just before", []contract.Event{pSuccess(1300, 0)}, []contract.Event{dStatus(0, 0, waiting)}, false, 1000, ""},
+		{"killed long before, no record", []contract.Event{pSuccess(2000, 0)}, nil, false, 1000, "decode's process was killed at 10:00:01.000 (sigkill(decode,restart))"},
+		{"killed long before, stale record", []contract.Event{pSuccess(2000, 0)}, []contract.Event{dStatus(0, 0, waiting)}, false, 1000, "decode's history: 0s status"},
+		{"killed before the room", []contract.Event{pSuccess(2000, 0)}, nil, false, -500, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -56,7 +64,12 @@ func TestSuccessesUnreceived(t *testing.T) {
 			if c.decode != nil {
 				recs[contract.SideDecode] = map[uint64]contract.RoomRecord{7: {Room: 7, Side: "decode", Created: base, Cleared: c.cleared, Events: c.decode}}
 			}
-			got := successesUnreceived(recs)
+			v := &View{Run: RunInfo{BaseWall: base}}
+			if c.kill != 0 {
+				v.Faults = []schedule.Record{{Fault: "sigkill(decode,restart)", Layer: faults.LayerProcess, Applied: true,
+					Start: time.Duration(c.kill) * time.Millisecond, End: time.Duration(c.kill+900) * time.Millisecond}}
+			}
+			got := v.successesUnreceived(recs)
 			switch {
 			case c.want == "" && len(got) > 0:
 				t.Fatalf("flagged a Success decode acknowledged, or one it cannot judge: %v", got)
