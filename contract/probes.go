@@ -110,6 +110,8 @@ const (
 	ProbeDecodeFailNotice
 	ProbeDecodeFailNoticeUnknownRoom
 	ProbeDecodeFailNoticeIgnored
+	ProbeDecodeFailedRanksWriting
+	ProbeDecodeFailNoticeDrained
 	ProbeDecodeStatusNotFailed
 	ProbeDecodeSuccessNoticeInactive
 	ProbeDecodePrefillLostRoom
@@ -353,6 +355,8 @@ func probeTable() []Probe {
 		pp(ProbeDecodeFailNotice, "decode/fail-notice", "prefill reported a held room failed: it fails without waiting for a timeout"),
 		pp(ProbeDecodeFailNoticeUnknownRoom, "decode/fail-notice-unknown-room", "a Failed status for a room decode no longer holds is ignored"),
 		pr(ProbeDecodeFailNoticeIgnored, "decode/fail-notice-ignored", DecodeAbortLeak, "prefill's Failed status is ignored"),
+		pp(ProbeDecodeFailedRanksWriting, "decode/failed-ranks-writing", "a room failed on some ranks' Failed status while other prefill ranks may still write: their pages wait for those ranks' statuses"),
+		pp(ProbeDecodeFailNoticeDrained, "decode/fail-notice-drained", "a Failed status from a prefill rank whose pages waited for it: that rank's writes have drained"),
 		pp(ProbeDecodeStatusNotFailed, "decode/status-not-failed", "a status notice decode's dialect does not act on is ignored (other than Failed; on Mooncake, other than Failed and Success)"),
 		pp(ProbeDecodeSuccessNoticeInactive, "decode/success-notice-inactive", "a Mooncake Success status for a room decode no longer transfers (aborted, failed, timed out) is ignored"),
 		pp(ProbeDecodePrefillLostRoom, "decode/prefill-lost-room", "a room in transfer paired with a lost prefill (or one whose name decode retired) fails at once"),

@@ -1,6 +1,9 @@
 package contract
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Room state names as /debug/rooms reports them: SGLang's KVPoll values, and
 // StateCleared for a room no rank holds any more.
@@ -49,6 +52,22 @@ type RoomsResponse struct {
 	Role    string       `json:"role"`
 	Held    []RoomRecord `json:"held"`
 	Cleared []RoomRecord `json:"cleared"`
+}
+
+// createdRid starts the rid part of the status event's detail that opens a
+// room for a request ("sender created rid=RID"); CreatedFor writes it and
+// CreatedRid reads it back, so a checker can tell which request a record
+// was opened for where clients reuse a room.
+const createdRid = "created rid="
+
+// CreatedFor is the detail's rid part for a room opened for rid.
+func CreatedFor(rid string) string { return createdRid + rid }
+
+// CreatedRid is the rid a status event's detail says the room was opened
+// for, if it says so.
+func CreatedRid(detail string) (string, bool) {
+	_, rid, ok := strings.Cut(detail, createdRid)
+	return rid, ok && rid != ""
 }
 
 // Room event kinds that record what a rank learned, written before the

@@ -52,8 +52,14 @@ type Prefill struct {
 
 	requests atomic.Int64
 	ridSeq   atomic.Uint64
-	probes   *core.ProbeCounts
-	gauges   *gaugeLog // what /metrics exports (set up with the routes)
+	// kvEpoch moves on when the core sees a decode restart (restartsSeen,
+	// under mu, is the count it last saw): the workers' KV connections
+	// from before reach a dead process, so they redial instead of
+	// failing a write of a room decode's successor holds.
+	kvEpoch      atomic.Uint64
+	restartsSeen int64
+	probes       *core.ProbeCounts
+	gauges       *gaugeLog // what /metrics exports (set up with the routes)
 }
 
 // PrefillAddrs are the addresses a prefill role listens on; empty means
@@ -231,7 +237,11 @@ func (p *Prefill) schedulerLoop() {
 		p.mu.Lock()
 		fin, forwarded := p.core.Forward(time.Now())
 		fin = append(fin, p.core.ProcessInflight(time.Now())...)
+		_, more, _ := p.core.QueueLens()
 		p.mu.Unlock()
+		if more > 0 {
+			p.kick(p.wake) // the next batch, after this pass's deadline checks
+		}
 		p.finish(fin)
 		// SGLang's log points, where logged gauges are set.
 		if forwarded > 0 {
@@ -282,6 +292,10 @@ func (p *Prefill) bootstrapLoop(rank int) {
 		p.mu.Lock()
 		err = p.core.OnControl(time.Now(), rank, frames)
 		out := p.core.TakeOutbound()
+		if p.core.DecodeRestarts != p.restartsSeen {
+			p.restartsSeen = p.core.DecodeRestarts
+			p.kvEpoch.Add(1)
+		}
 		p.mu.Unlock()
 		p.sendOut(out)
 		p.kick(p.wake)
@@ -296,10 +310,11 @@ func (p *Prefill) bootstrapLoop(rank int) {
 var errInactive = errors.New("decode reports the room inactive")
 
 type kvConn struct {
-	conn net.Conn
-	r    *bufio.Reader
-	w    *bufio.Writer
-	gen  uint64
+	conn  net.Conn
+	r     *bufio.Reader
+	w     *bufio.Writer
+	gen   uint64 // the link table's generation it was dialled in
+	epoch uint64 // the kvEpoch it was dialled in
 }
 
 func (p *Prefill) workerLoop(rank, w int) {
@@ -463,7 +478,7 @@ func (p *Prefill) postKV(kc *kvConn, m kvMsg) error {
 // kvConn returns the worker's connection for key (an address, or an
 // address and rail from railKey), dialling it if needed.
 func (p *Prefill) kvConn(conns map[string]*kvConn, key string) (*kvConn, error) {
-	if kc, ok := conns[key]; ok && kc.gen == p.links.generation() {
+	if kc, ok := conns[key]; ok && kc.gen == p.links.generation() && kc.epoch == p.kvEpoch.Load() {
 		return kc, nil
 	}
 	p.dropKV(conns, key)
@@ -476,7 +491,7 @@ func (p *Prefill) kvConn(conns map[string]*kvConn, key string) (*kvConn, error) 
 	if err != nil {
 		return nil, fmt.Errorf("dial kv link %s: %w", addr, err)
 	}
-	kc := &kvConn{conn: conn, r: bufio.NewReader(conn), w: bufio.NewWriter(conn), gen: gen}
+	kc := &kvConn{conn: conn, r: bufio.NewReader(conn), w: bufio.NewWriter(conn), gen: gen, epoch: p.kvEpoch.Load()}
 	conns[key] = kc
 	return kc, nil
 }

@@ -90,9 +90,12 @@ type DecodeReq struct {
 	succeeded []bool
 	// received: the rank's chunks and aux are all in (noted once, as
 	// contract.RoomEventKVReceived).
-	received  []bool
-	flipped   bool // decode-abort-leak: receiver flipped, queues untouched
-	committed bool // transfer done, decoding
+	received []bool
+	// failNoticed: the rank's prefill reported the room Failed, which it
+	// does only once that rank's writes have drained.
+	failNoticed []bool
+	flipped     bool // decode-abort-leak: receiver flipped, queues untouched
+	committed   bool // transfer done, decoding
 	// unfenced: failed while its prefill may still write its pages, which
 	// the wire cannot refuse (Mooncake): the pages wait for an ACK.
 	unfenced  bool
@@ -137,6 +140,10 @@ type awaitingAck struct {
 	// times it was sent again for lack of an ACK (AbortResends).
 	bootstrap string
 	resends   int
+	// onStatus: no ABORT was sent; the room failed on some prefill ranks'
+	// Failed statuses and the pages of the others wait for theirs, each
+	// sent once that rank's writes drained (an ACK counts too).
+	onStatus bool
 }
 
 type decodeRank struct {
@@ -250,11 +257,11 @@ func (d *Decode) Add(now time.Time, rid string, room uint64, bootstrap string, t
 	req := &DecodeReq{Rid: rid, Room: room, Bootstrap: bootstrap, Tokens: tokens, MaxNew: maxNew, Added: now,
 		pages: make([][]uint32, len(d.ranks)), chunks: make([]map[int]bool, len(d.ranks)),
 		lastID: make([]int, len(d.ranks)), aux: make([]bool, len(d.ranks)), succeeded: make([]bool, len(d.ranks)),
-		received: make([]bool, len(d.ranks))}
+		received: make([]bool, len(d.ranks)), failNoticed: make([]bool, len(d.ranks))}
 	for r, rk := range d.ranks {
 		req.chunks[r] = map[int]bool{}
 		req.lastID[r] = -1
-		rk.status.Update(now, room, Bootstrapping, WriterReceiver, "receiver created rid="+rid)
+		rk.status.Update(now, room, Bootstrapping, WriterReceiver, "receiver "+contract.CreatedFor(rid))
 		rk.status.Update(now, room, WaitingForInput, WriterReceiver, "receiver init")
 		rk.prealloc = append(rk.prealloc, req)
 	}

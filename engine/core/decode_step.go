@@ -278,6 +278,15 @@ func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
 				d.awaiting[req.Room] = &awaitingAck{pages: req.pages, acked: make([]bool, len(d.ranks)), since: now, bootstrap: req.Bootstrap}
 				req.pages = make([][]uint32, len(d.ranks))
 				d.holdUnfenced(now, req.Room, "prefill "+req.Bootstrap+" lost during the transfer")
+			} else if drained, some := req.drainedRanks(); some && slices.Contains(drained, false) {
+				// Failed by some prefill ranks' statuses (the TP ranks
+				// share one poll): the others may still be writing their
+				// KV. Their pages wait for their own Failed status, sent
+				// once their writes drained, as pages wait for an ACK.
+				d.probes.Hit(contract.ProbeDecodeFailedRanksWriting)
+				d.awaiting[req.Room] = &awaitingAck{pages: req.pages, acked: drained, since: now, bootstrap: req.Bootstrap, onStatus: true}
+				req.pages = make([][]uint32, len(d.ranks))
+				d.hist.Note(now, req.Room, "decode", 0, "pages-held", "other prefill ranks may still write: their pages wait for their Failed status")
 			}
 			d.release(now, req, Failed, "transfer failed")
 			fin = append(fin, DecodeFinish{req.Rid, req.Room, ErrDecodeFailed})
@@ -354,6 +363,19 @@ func (d *Decode) forgetReleased(now time.Time) {
 		n++
 	}
 	d.releasedQ = d.releasedQ[n:]
+}
+
+// drainedRanks says, per rank, whether prefill can no longer write the
+// room's KV there: its transfer completed, or that rank's prefill
+// reported the room Failed (after its writes drained); some is whether any
+// rank's prefill reported it Failed.
+func (req *DecodeReq) drainedRanks() (drained []bool, some bool) {
+	drained = make([]bool, len(req.failNoticed))
+	for r := range drained {
+		drained[r] = req.failNoticed[r] || req.received[r]
+		some = some || req.failNoticed[r]
+	}
+	return drained, some
 }
 
 func (d *Decode) freeAwaiting(room uint64) {
@@ -527,10 +549,21 @@ func (d *Decode) OnNotice(now time.Time, rank int, frames [][]byte) error {
 		case d.cfg.Regressions.On(contract.DecodeAbortLeak):
 			d.probes.Hit(contract.ProbeDecodeFailNoticeIgnored)
 		default:
-			if _, ok := d.byRoom[n.Room]; !ok {
+			req, ok := d.byRoom[n.Room]
+			if aw, held := d.awaiting[n.Room]; !ok && held && aw.onStatus && rank < len(aw.acked) {
+				// A rank whose pages waited for its writes to drain.
+				d.probes.Hit(contract.ProbeDecodeFailNoticeDrained)
+				aw.acked[rank] = true
+				if !slices.Contains(aw.acked, false) {
+					d.freeAwaiting(n.Room)
+				}
+				break
+			}
+			if !ok {
 				d.probes.Hit(contract.ProbeDecodeFailNoticeUnknownRoom)
 				break
 			}
+			req.failNoticed[rank] = true
 			d.probes.Hit(contract.ProbeDecodeFailNotice)
 			why := "prefill reported failure"
 			if n.Reason != "" {

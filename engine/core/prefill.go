@@ -35,6 +35,12 @@ type PrefillConfig struct {
 	PostedWrites     int
 	BootstrapTimeout time.Duration // default 10s; Bootstrapping longer than this fails
 	InflightTimeout  time.Duration // default 10s; inflight longer than this fails
+	// MaxPrefillTokens bounds one forward pass's prompt tokens, as
+	// SGLang's --max-prefill-tokens does; default DefaultMaxPrefillTokens.
+	// A forward takes waiting requests in order while they fit (the first
+	// always), so the scheduler's deadline checks run between passes
+	// however long the queue.
+	MaxPrefillTokens int
 	Regressions      contract.Regressions
 	// Wire is the control-message dialect; empty (or unknown) is NIXL.
 	// Decode must speak the same one.
@@ -67,7 +73,13 @@ func (c *PrefillConfig) defaults() {
 	if c.InflightTimeout <= 0 {
 		c.InflightTimeout = 10 * time.Second
 	}
+	if c.MaxPrefillTokens <= 0 {
+		c.MaxPrefillTokens = DefaultMaxPrefillTokens
+	}
 }
+
+// DefaultMaxPrefillTokens is SGLang's --max-prefill-tokens default.
+const DefaultMaxPrefillTokens = 16384
 
 // PrefillReq is one request in prefill's scheduler.
 type PrefillReq struct {
@@ -153,6 +165,11 @@ type Prefill struct {
 	BootstrapFailed int64
 	// TransferFailed counts requests failed after bootstrap.
 	TransferFailed int64
+	// DecodeRestarts counts registrations of a new agent at a notify
+	// address another had registered: a decode process restarted. A
+	// runtime that keeps KV connections open redials them on a change,
+	// as a NIXL prefill connects afresh to the new remote agent.
+	DecodeRestarts int64
 	// Malformed counts control messages dropped as malformed.
 	Malformed int64
 }
@@ -202,7 +219,7 @@ func (p *Prefill) Add(now time.Time, rid string, room uint64, tokens []model.Tok
 	p.byRid[rid] = req
 	p.byRoom[room] = req
 	for _, r := range p.ranks {
-		r.status.Update(now, room, Bootstrapping, WriterSender, "sender created rid="+rid)
+		r.status.Update(now, room, Bootstrapping, WriterSender, "sender "+contract.CreatedFor(rid))
 	}
 	p.bootstrapQ = append(p.bootstrapQ, req)
 	return nil
@@ -301,6 +318,7 @@ func (p *Prefill) onRegistration(rank int, reg Registration) {
 		if old.DecodeIP == reg.DecodeIP && old.DecodePort == reg.DecodePort {
 			// Same notify socket, new agent: the decode process restarted.
 			p.probes.Hit(contract.ProbePrefillDecodeRestarted)
+			p.DecodeRestarts++
 			break
 		}
 	}

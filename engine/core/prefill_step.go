@@ -108,21 +108,40 @@ func (p *Prefill) PopBootstrapped(now time.Time) []Finish {
 	return fin
 }
 
-// WaitingTokens is the prompt tokens the next Forward will run.
+// WaitingTokens is the prompt tokens the next Forward will run (the
+// runtime spends the forward pass's time on them first).
 func (p *Prefill) WaitingTokens() int {
-	n := 0
-	for _, req := range p.waitingQ {
-		n += len(req.Tokens)
-	}
-	return n
+	_, tokens := p.batch()
+	return tokens
 }
 
-// Forward runs every waiting request (queuing its chunks for the transfer
-// workers) and returns the tokens forwarded.
+// batch is how many waiting requests, from the front, the next forward
+// takes and their prompt tokens: those within MaxPrefillTokens (the first
+// always). Rooms already Failed are dropped from the batch at no cost, as
+// SGLang filters them out before the forward.
+func (p *Prefill) batch() (n, tokens int) {
+	for _, req := range p.waitingQ {
+		if p.poll(req.Room) == Failed {
+			n++
+			continue
+		}
+		if tokens > 0 && tokens+len(req.Tokens) > p.cfg.MaxPrefillTokens {
+			break
+		}
+		tokens += len(req.Tokens)
+		n++
+	}
+	return n, tokens
+}
+
+// Forward runs the next batch of waiting requests (batch), queuing their
+// chunks for the transfer workers, and returns the tokens forwarded. The
+// rest wait for the next pass (QueueLens says how many).
 func (p *Prefill) Forward(now time.Time) ([]Finish, int) {
 	var fin []Finish
 	n := 0
-	for _, req := range p.waitingQ {
+	k, _ := p.batch()
+	for _, req := range p.waitingQ[:k] {
 		if p.poll(req.Room) == Failed {
 			p.probes.Hit(contract.ProbePrefillFailedBeforeForward)
 			p.TransferFailed++
@@ -135,7 +154,7 @@ func (p *Prefill) Forward(now time.Time) ([]Finish, int) {
 		req.InflightSince = now
 		p.inflightQ = append(p.inflightQ, req)
 	}
-	p.waitingQ = p.waitingQ[:0]
+	p.waitingQ = append(p.waitingQ[:0], p.waitingQ[k:]...)
 	return fin, n
 }
 

@@ -390,6 +390,7 @@ func probeCases() []probeCase {
 		{"rank-desync", rigOpts{reg: reg(contract.RankDesync), ranks: 2}, desync,
 			[]string{"decode/abort-rank0-early", "decode/ranks-desynced", "decode/scheduler-hung"}},
 		{"free-before-ack", rigOpts{reg: reg(contract.FreeBeforeAck)}, scriptFreeBeforeAck, []string{"decode/free-before-ack", "decode/foreign-write"}},
+		{"partial-failure-tp2", rigOpts{ranks: 2, decodePages: 40}, scriptPartialFailure, []string{"decode/failed-ranks-writing", "decode/fail-notice-drained"}},
 	}
 }
 

@@ -316,3 +316,47 @@ func malformedFrames(w contract.Wire) []framesCase {
 		{"mooncake-registration", dialectOf(contract.WireMooncake).Registration(Registration{DecodeIP: "10.0.0.2", DecodePort: 1, KVAddr: "10.0.0.2:1", AgentName: "10.0.0.2:1"})},
 	}...)
 }
+
+// A room fails on one TP rank while the other rank's write is still in
+// flight: prefill's rank 0 write fails, rank 1's chunk is on the wire.
+// Prefill tells decode rank 0 failed at once and rank 1 only once its
+// write drained; decode fails the room on the first, but rank 1's pages
+// must wait for the second, or a request taking them would find them
+// overwritten by the late write.
+func scriptPartialFailure(r *rig) {
+	r.add("t", 61, prompt(61, 200), 4)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	busy := func(rank int) (int, *Chunk) {
+		for w := range r.p.Workers() {
+			if c := r.begin(rank, w); c != nil && r.send(rank, w) {
+				return w, c
+			}
+		}
+		r.t.Fatalf("no rank %d worker holds a chunk to write", rank)
+		return 0, nil
+	}
+	w1, late := busy(1)
+	w0, _ := busy(0)
+	r.end(0, w0, errors.New("write kv chunk: connection reset"))
+	r.stepP()
+	r.deliverNotices() // rank 0's Failed
+	r.stepD()
+	if used := r.d.Lens(1).PagesUsed; used == 0 {
+		r.t.Errorf("decode freed rank 1's pages while prefill rank 1 still writes them")
+	}
+	r.add("u", 62, prompt(62, 200), 4) // takes pages, perhaps the freed ones
+	r.stepD()
+	r.land(late)
+	r.end(1, w1, errRefused)
+	r.stepP()
+	r.deliverNotices() // rank 1's Failed, after its write drained
+	r.stepD()
+	if r.d.ForeignWrites != 0 {
+		r.t.Errorf("%d late writes landed in another request's pages", r.d.ForeignWrites)
+	}
+	if l := r.d.Lens(1); l.AwaitingAck != 0 {
+		r.t.Errorf("rank 1's pages still held after its Failed status: %+v", l)
+	}
+}
