@@ -82,3 +82,34 @@ func TestCancelsReachedAbortRequests(t *testing.T) {
 		}
 	}
 }
+
+// A client cancels a request and retries it at once under the same room
+// (room-retries): where the retry reached a side first, that side refused
+// the cancelled request (room in use) and its record is the retry's, which
+// the cancel need not end. Where the record is the cancelled request's, an
+// unrecorded cancel still fails.
+func TestCancelsReachedRoomTakenByRetry(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return base.Add(d) }
+	record := func(rid string) contract.RoomRecord {
+		// Opened at 0.5 s, ended by its bootstrap deadline 2 s later:
+		// no abort recorded.
+		return contract.RoomRecord{Room: 7, Created: at(500 * time.Millisecond), LastState: contract.StateFailed, Events: []contract.Event{
+			{At: at(500 * time.Millisecond), Kind: contract.RoomEventStatus, State: contract.StateBootstrapping, Detail: "sender: sender " + contract.CreatedFor(rid)},
+			{At: at(2500 * time.Millisecond), Kind: contract.RoomEventStatus, State: contract.StateFailed, Detail: "bootstrap timeout"},
+			{At: at(2500 * time.Millisecond), Kind: contract.RoomEventClear}}}
+	}
+	for _, tc := range []struct {
+		name, opened string
+		want         Status
+	}{{"the retry's record", "room-7-1", Pass}, {"the cancelled request's record", "room-7-0", Fail}} {
+		v := &View{Run: RunInfo{BaseWall: base}, Roles: map[string]string{"p": "prefill"},
+			Ended: map[string]map[uint64]contract.RoomRecord{"p": {7: record(tc.opened)}}, Final: map[string]RoomsSnap{}}
+		v.Outcomes = []outcome.Outcome{{Kind: outcome.KindCancelled, Reason: outcome.ReasonCancel, Room: 7, HasRoom: true, Rid: "room-7-0",
+			Start: 500 * time.Millisecond, End: 510 * time.Millisecond}}
+		if c := checkCancelsReached(v); c.Status != tc.want {
+			t.Errorf("%s: cancels-reached %s (%s), want %s", tc.name, c.Status, c.Summary, tc.want)
+		}
+	}
+}

@@ -115,6 +115,13 @@ func checkCancelsReached(v *View) CheckResult {
 				ev["sides_unseen"]++
 				continue
 			}
+			if rid, named := openedFor(r); named && o.Rid != "" && rid != o.Rid {
+				// A retry under the same room overtook the cancelled
+				// request here, which this side then refused (room in
+				// use): there was nothing of it to cancel.
+				ev["sides_held_another_request"]++
+				continue
+			}
 			ev["sides_checked"]++
 			why, how, late := cancelReached(role, r, tc, excused, v.Run.BaseWall)
 			if late {
@@ -240,6 +247,20 @@ func abortAnswered(o outcome.Outcome, excused bool) string {
 // first: a late metadata or ABORT can re-open a room the side had already
 // cleared, and that second record (no client abort, created after the
 // cancel) is not the request the client cancelled.
+// openedFor is the rid the record's room was opened for, from its first
+// status event that names one.
+func openedFor(r contract.RoomRecord) (string, bool) {
+	for _, e := range r.Events {
+		if e.Kind != contract.RoomEventStatus {
+			continue
+		}
+		if rid, ok := contract.CreatedRid(e.Detail); ok {
+			return rid, true
+		}
+	}
+	return "", false
+}
+
 func keepFirst(m map[uint64]contract.RoomRecord, id uint64, r contract.RoomRecord) {
 	if prev, ok := m[id]; ok && !prev.Created.IsZero() && (r.Created.IsZero() || !r.Created.Before(prev.Created)) {
 		return
