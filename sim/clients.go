@@ -54,7 +54,15 @@ type agentState struct {
 	kv                            model.Digest  // the KV of prompt[:kvLen] digested, for promptSeed
 	kvLen                         int
 	inflight                      map[*request]bool
+	// erred: the turn's request (or its retry) ended in an error, so the
+	// next turn waits at least errorBackoff.
+	erred bool
 }
+
+// errorBackoff is the agents' pause after a turn that ended in error (the
+// live swarm's, agents.errorBackoff): an agent facing a dead endpoint does
+// not spin.
+const errorBackoff = 100 * time.Millisecond
 
 // startClients schedules every agent's first turn and the kills.
 func (s *run) startClients() {
@@ -132,7 +140,12 @@ func (s *run) turn(a *agentState) {
 			delete(a.inflight, req)
 			left--
 			if left == 0 && a.inc == inc {
-				s.after(s.between(0, 2*c.ThinkTime), fmt.Sprintf("agent/%d", a.id), func() {
+				pause := s.between(0, 2*c.ThinkTime)
+				if a.erred {
+					pause = max(pause, errorBackoff)
+				}
+				a.erred = false
+				s.after(pause, fmt.Sprintf("agent/%d", a.id), func() {
 					if a.inc == inc {
 						s.nextTurn(a)
 					}
@@ -279,6 +292,11 @@ func (s *run) decodeGenerate(req *request) {
 	if !req.dLive {
 		return
 	}
+	if s.dDown {
+		req.dLive = false
+		s.toClient(req, "connection refused", func() { s.decodeLegLost(req, "connection refused (decode killed)") })
+		return
+	}
 	if !s.routed {
 		s.routed = true
 		for r := range s.helloNeeded {
@@ -406,6 +424,9 @@ func (s *run) abortRequest(req *request) {
 		s.kick(&s.pSched)
 	}})
 	s.transmit(linkAbortDecode+"#"+req.rid, &msg{kind: "http", room: req.room, desc: desc, deliver: func() {
+		if s.dDown {
+			return // refused: the request it names died with the process
+		}
 		s.d.OnAbortRequest(s.wall(), req.rid)
 		s.kick(&s.dSched)
 	}})
@@ -457,6 +478,9 @@ func (s *run) closeDecode(req *request) {
 		}
 		req.dLive = false
 		delete(s.streams, req.rid)
+		if s.dDown {
+			return
+		}
 		s.tracef("decode/http", "client gone rid=%s: abort", req.rid)
 		s.d.OnClientGone(s.wall(), req.rid)
 		s.kick(&s.dSched)
@@ -487,6 +511,9 @@ func (s *run) end(req *request, o outcome.Outcome) {
 				o.Failure = outcome.FailureErrorEvent
 			}
 		}
+	}
+	if o.Kind == outcome.KindError && req.sub == 0 && !req.probe && req.agent >= 0 && req.agent < len(s.agents) {
+		s.agents[req.agent].erred = true
 	}
 	o.Source, o.Agent, o.Incarnation, o.Session, o.Turn, o.Sub = outcome.SourceAgent, req.agent, req.inc, req.session, req.turn, req.sub
 	o.Start, o.End, o.Tokens, o.MaxTokens, o.Planned = req.start, s.now, req.got, req.maxNew, req.plan

@@ -3,7 +3,11 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/pdchaos/pdchaos/agents/outcome"
+	"github.com/pdchaos/pdchaos/harness/check"
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/core"
@@ -32,6 +36,7 @@ type worker struct {
 	conn, back string // its KV connection, kv/RANK#wW, and the way back (conn<)
 	state      int
 	chunk      *core.Chunk
+	kvInc      int // the decode incarnation its KV connection reaches
 }
 
 // Worker states, as the live worker loop moves through them.
@@ -97,7 +102,11 @@ func (s *run) stopped(kind, role string, rank, worker int) bool {
 	return false
 }
 
-func (s *run) frozen(role string) bool { return s.stopped("", role, -1, -1) }
+// frozen reports whether role's process runs no step: stopped by a
+// fault window, or (decode) killed and not yet restarted.
+func (s *run) frozen(role string) bool {
+	return role == contract.SideDecode && s.dDown || s.stopped("", role, -1, -1)
+}
 
 func (s *run) kickAll() {
 	s.kick(&s.pSched)
@@ -134,6 +143,9 @@ func (s *run) prefillStep() {
 		fin = append(fin, s.p.ProcessInflight(now)...)
 		s.prefillFinish(fin)
 		s.forwarding = false
+		if _, more, _ := s.p.QueueLens(); more > 0 {
+			s.pendingStep = true // the next batch
+		}
 		if fwd > 0 {
 			s.tracef("prefill/sched", "forward %d tokens", fwd)
 			for _, ws := range s.workers {
@@ -183,7 +195,12 @@ func (s *run) prefillOut() {
 		frames := o.Frames
 		kind, room := s.noticeKind(frames)
 		m := &msg{kind: kind, room: room, desc: s.framesDesc(frames), frames: frames}
+		inc := s.dInc
 		m.deliver = func() {
+			if s.dDown || s.dInc != inc {
+				s.tracef("net", "LOST %s %s: decode's process died", m.kind, m.desc)
+				return
+			}
 			n.frames = append(n.frames, m.frames) // as it arrived: a fault may have corrupted it
 			s.kick(&n.actor)
 		}
@@ -201,6 +218,15 @@ func (s *run) bootStep(rank int) {
 	err := s.p.OnControl(s.wall(), rank, f)
 	if errors.Is(err, core.ErrLoopDead) {
 		s.tracef(b.name, "LOOP DIED: %v", err)
+	}
+	if s.p.DecodeRestarts != s.restartsSeen {
+		// As the live runtime: every worker redials decode's successor.
+		s.restartsSeen = s.p.DecodeRestarts
+		for _, ws := range s.workers {
+			for _, wk := range ws {
+				wk.kvInc = s.dInc
+			}
+		}
 	}
 	s.prefillOut()
 	s.kick(&s.pSched)
@@ -269,6 +295,20 @@ func (s *run) sendChunk(wk *worker) {
 		s.kick(&s.pSched)
 		s.kick(&wk.actor)
 	}
+	switch {
+	case s.dDown:
+		s.pprobes.Hit(contract.ProbePrefillKVDialFailed)
+		wk.kvInc = s.dInc
+		s.after(s.baseLatency(), wk.name, func() { end(errors.New("dial kv link: connection refused (decode killed)")) })
+		return
+	case wk.kvInc != s.dInc:
+		// The worker's connection was to a decode process that died:
+		// the write goes nowhere and its completion never comes.
+		s.pprobes.Hit(contract.ProbePrefillKVReadFailed)
+		wk.kvInc = s.dInc
+		s.after(s.baseLatency(), wk.name, func() { end(errors.New("read kv reply: connection reset (decode's process died)")) })
+		return
+	}
 	for _, wn := range s.windows {
 		if wn.active && wn.f.Link == kvLink && (wn.f.Kind == "reset-peer" || wn.f.Kind == "link-down" || wn.f.Kind == "timeout") {
 			wn.affected++
@@ -281,7 +321,13 @@ func (s *run) sendChunk(wk *worker) {
 	if s.trace != nil {
 		desc = fmt.Sprintf("room=%d chunk=%d", c.Room, c.ID)
 	}
+	inc := s.dInc
 	s.transmit(name, &msg{kind: "chunk", room: c.Room, desc: desc, deliver: func() {
+		if s.dInc != inc {
+			s.pprobes.Hit(contract.ProbePrefillKVReadFailed)
+			s.after(s.baseLatency(), wk.name, func() { end(errors.New("read kv reply: connection reset (decode's process died)")) })
+			return
+		}
 		if s.frozen("decode") {
 			s.after(time.Millisecond, name, func() { s.redeliver(wk, name, back, end) })
 			return
@@ -296,6 +342,11 @@ func (s *run) sendChunk(wk *worker) {
 }
 
 func (s *run) redeliver(wk *worker, name, back string, end func(error)) {
+	if s.dDown {
+		s.pprobes.Hit(contract.ProbePrefillKVReadFailed)
+		end(errors.New("read kv reply: connection reset (decode's process died)"))
+		return
+	}
 	if s.frozen("decode") {
 		s.after(time.Millisecond, name, func() { s.redeliver(wk, name, back, end) })
 		return
@@ -453,4 +504,64 @@ func (s *run) tick() {
 		s.kick(&s.dSched)
 	}
 	s.after(s.cfg.CheckInterval, "tick", s.tick)
+}
+
+// --- decode's process killed and restarted ---
+
+// killDecode is SIGKILL of decode's process: its actors stop, what it
+// held is gone, and every connection to it breaks. The router's streams
+// from it end (before the head: the leg failed; after: cut short), KV
+// writes in flight fail, notices on the way are lost. The recorder keeps
+// the rooms it last read from the dead process, as a live poller does.
+func (s *run) killDecode() {
+	held, cleared := s.dh.Snapshot()
+	s.emit(check.Event{Type: check.EvRooms, Source: "sim/decode", Rooms: &check.RoomsSnap{Role: contract.SideDecode, Held: held, Cleared: len(cleared), Ended: cleared}})
+	s.dDown = true
+	s.dInc++
+	s.routed = false
+	s.tracef("decode", "KILLED: %d streams cut", len(s.streams))
+	for _, n := range s.notify {
+		n.frames = nil
+	}
+	rids := make([]string, 0, len(s.streams))
+	for rid := range s.streams {
+		rids = append(rids, rid)
+	}
+	slices.Sort(rids) // map order would break replay
+	for _, rid := range rids {
+		req := s.streams[rid]
+		delete(s.streams, rid)
+		req.dLive = false
+		s.toClient(req, "connection lost", func() { s.decodeLegLost(req, "decode connection lost") })
+	}
+}
+
+// decodeLegLost is the router losing decode's leg of req: before decode's
+// head it is the leg failing (the client gets a 502), after it the stream
+// ending early, as the live router judges them through core.Legs.
+func (s *run) decodeLegLost(req *request, why string) {
+	if req.got == 0 {
+		if usePrefill, _ := req.legs.DecodeAnswered(0); usePrefill || req.ended {
+			return
+		}
+		s.end(req, outcome.Outcome{Kind: outcome.KindError, Status: 502, Message: "decode: " + why})
+		return
+	}
+	if req.legs.StreamEnded(false, false) && !req.ended {
+		s.end(req, outcome.Outcome{Kind: outcome.KindError, Status: 502, Message: "decode stream ended early: " + why})
+	}
+}
+
+// restartDecode brings decode's process back on the same addresses: an
+// empty core with new agent names, so a KV write for its predecessor is
+// refused, and a route to prefill it resolves (and registers on) afresh.
+func (s *run) restartDecode() {
+	if !s.dDown {
+		return
+	}
+	s.dh = core.NewHistory(1 << 30)
+	s.d = s.newDecode()
+	s.dDown = false
+	s.tracef("decode", "RESTARTED: incarnation %d", s.dInc)
+	s.kick(&s.dSched)
 }

@@ -45,6 +45,9 @@ type Fault struct {
 	// stops; Rank and Worker -1 mean all.
 	Role         string
 	Rank, Worker int
+	// Restart is sigkill's: the process comes back at once (after its
+	// start-up time) instead of at heal.
+	Restart bool
 }
 
 // Modelled lists the fault kinds the simulator carries out. A scenario
@@ -52,7 +55,7 @@ type Fault struct {
 func Modelled() []string {
 	return []string{"pause-transfer-workers", "pause-transfer-writes", "stall-bootstrap-loop", "stall-scheduler",
 		"delay-messages", "abort-before-metadata", "hold-messages", "drop-messages", "duplicate-messages",
-		"latency", "reset-peer", "link-down", "timeout", "sigstop", "kv-chunks", "corrupt-messages"}
+		"latency", "reset-peer", "link-down", "timeout", "sigstop", "sigkill", "kv-chunks", "corrupt-messages"}
 }
 
 // layerOf is the catalogue layer of a modelled kind, for fault records.
@@ -62,7 +65,7 @@ func layerOf(kind string) faults.Layer {
 		return faults.LayerEngine
 	case "latency", "reset-peer", "link-down", "timeout":
 		return faults.LayerNetwork
-	case "sigstop":
+	case "sigstop", "sigkill":
 		return faults.LayerProcess
 	}
 	return faults.LayerProtocol
@@ -72,6 +75,8 @@ func (f Fault) validate() error {
 	switch {
 	case !slices.Contains(Modelled(), f.Kind):
 		return fmt.Errorf("fault kind %q is not simulated (simulated: %s)", f.Kind, strings.Join(Modelled(), ", "))
+	case f.Kind == "sigkill" && f.Role != "decode":
+		return fmt.Errorf("fault sigkill: role %q: only decode's process is killed in the simulator", f.Role)
 	case f.ForMin <= 0:
 		return fmt.Errorf("fault %s: for %v must be > 0", f.Kind, f.ForMin)
 	case f.Every > 0 && f.Every <= max(f.ForMin, f.ForMax):
@@ -84,7 +89,7 @@ func (f Fault) validate() error {
 }
 
 func isLinkKind(k string) bool {
-	return k != "sigstop" && layerOf(k) != faults.LayerEngine
+	return layerOf(k) != faults.LayerProcess && layerOf(k) != faults.LayerEngine
 }
 
 // window is one planned application of a fault, offsets from run start.
@@ -106,7 +111,9 @@ func (wn *window) name() string {
 	case wn.f.Link != "":
 		return wn.f.Kind + "@" + wn.f.Link
 	case wn.f.Kind == "sigstop" && wn.f.Role != "":
-		return wn.f.Kind + "(" + wn.f.Role + ")" // as the live process fault names itself
+		return faults.StopName(wn.f.Role) // as the live process fault names itself
+	case wn.f.Kind == "sigkill":
+		return faults.KillName(wn.f.Role, wn.f.Restart)
 	case wn.f.Kind == "stall-scheduler":
 		return (&faults.StallScheduler{Role: wn.f.Role, Rank: wn.f.Rank}).Name() // as the live engine fault names itself
 	case wn.f.Kind == "stall-bootstrap-loop":

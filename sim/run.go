@@ -48,6 +48,7 @@ type run struct {
 	*world
 	seed    uint64
 	cfg     contract.EngineConfig
+	reg     contract.Regressions
 	clients Clients
 	checks  Checks
 	wire    core.Dialect
@@ -60,6 +61,14 @@ type run struct {
 	windows []*window
 	links   map[string]*link
 	names   linkNames
+
+	// dInc counts decode's process incarnations (sigkill); dDown: killed
+	// and not yet back. Work addressed to an older incarnation is lost.
+	dInc  int
+	dDown bool
+	// restartsSeen is prefill's DecodeRestarts when its workers last
+	// redialled decode.
+	restartsSeen int64
 
 	pSched, dSched          actor
 	forwarding, pendingStep bool
@@ -113,15 +122,10 @@ func newRun(cfg Config, seed uint64, opts Options) *run {
 	s.wire, _ = core.NewDialect(ec.Wire)
 	s.p = core.NewPrefill(core.PrefillConfig{Ranks: ec.TP, Workers: ec.TransferWorkers, PageSize: ec.PageSize, ChunkPages: ec.ChunkPages,
 		BootstrapTimeout: ec.BootstrapTimeout, InflightTimeout: ec.InflightTimeout, Regressions: reg, Wire: ec.Wire, Probes: s.pprobes}, s.ph)
-	var agents []core.DecodeAgent
-	for r := range ec.TP {
-		kv := fmt.Sprintf("%s:%d", decodeIP, kvBase+r)
-		agents = append(agents, core.DecodeAgent{IP: decodeIP, NotifyPort: notifyBase + r, Name: s.wire.AgentName(fmt.Sprintf("decode-agent-%d", r), kv), KVAddr: kv})
-	}
 	s.helloNeeded = make([]bool, ec.TP)
 	s.names = newLinkNames(ec.TP)
-	s.d = core.NewDecode(core.DecodeConfig{Ranks: ec.TP, PageSize: ec.PageSize, Pages: ec.Pages, WaitingTimeout: ec.WaitingTimeout,
-		AckTimeout: ec.AckTimeout, Agents: agents, Regressions: reg, Wire: ec.Wire, Probes: s.dprobes}, s.dh)
+	s.reg = reg
+	s.d = s.newDecode()
 	s.pSched = actor{name: "prefill/sched", step: s.prefillStep}
 	s.dSched = actor{name: "decode/sched", step: s.decodeStep}
 	for r := range ec.TP {
@@ -141,6 +145,23 @@ func newRun(cfg Config, seed uint64, opts Options) *run {
 		s.workers = append(s.workers, ws)
 	}
 	return s
+}
+
+// newDecode is decode's core for incarnation s.dInc, recording into s.dh:
+// its agent names are its process's own (a restarted decode's differ, as
+// the live process's carry its incarnation), its addresses fixed.
+func (s *run) newDecode() *core.Decode {
+	var agents []core.DecodeAgent
+	for r := range s.cfg.TP {
+		kv := fmt.Sprintf("%s:%d", decodeIP, kvBase+r)
+		unique := fmt.Sprintf("decode-agent-%d", r)
+		if s.dInc > 0 {
+			unique += fmt.Sprintf(".%d", s.dInc)
+		}
+		agents = append(agents, core.DecodeAgent{IP: decodeIP, NotifyPort: notifyBase + r, Name: s.wire.AgentName(unique, kv), KVAddr: kv})
+	}
+	return core.NewDecode(core.DecodeConfig{Ranks: s.cfg.TP, PageSize: s.cfg.PageSize, Pages: s.cfg.Pages, WaitingTimeout: s.cfg.WaitingTimeout,
+		AckTimeout: s.cfg.AckTimeout, Agents: agents, Regressions: s.reg, Wire: s.cfg.Wire, Probes: s.dprobes}, s.dh)
 }
 
 // simulate plays the whole run: baseline, load with faults, drain,
@@ -261,6 +282,15 @@ func (s *run) apply(wn *window) {
 	wn.active = true
 	s.tracef("faults", "APPLY %s window %d", wn.name(), wn.id)
 	s.interposed(wn)
+	if wn.f.Kind == "sigkill" && !s.dDown {
+		wn.affected++
+		s.killDecode()
+		if wn.f.Restart {
+			// The live fault restarts the process at once and waits
+			// for it to answer: a start-up time, not the window.
+			s.after(s.between(300*time.Millisecond, time.Second), "faults", s.restartDecode)
+		}
+	}
 	s.kickAll()
 }
 
@@ -282,6 +312,9 @@ func (s *run) heal(wn *window) {
 	s.tracef("faults", "HEAL %s window %d (%d affected)", wn.name(), wn.id, wn.affected)
 	for len(wn.held) > 0 {
 		s.release(wn, wn.held[0])
+	}
+	if wn.f.Kind == "sigkill" && s.dDown {
+		s.restartDecode()
 	}
 	s.interposed(wn)
 	s.kickAll()
@@ -340,6 +373,9 @@ func (s *run) scrape() {
 	ds.Counters[contract.MetricMalformedControl] = float64(s.d.Malformed)
 	ds.Counters[contract.MetricForeignWrites] = float64(s.d.ForeignWrites)
 	ds.Counters[contract.MetricStrayChunks] = float64(s.d.StrayChunks)
+	if s.dDown {
+		ds = check.Scrape{Err: "connect: connection refused (decode killed)"}
+	}
 	s.emit(check.Event{Type: check.EvScrape, Source: "sim/prefill", Scrape: &ps})
 	s.emit(check.Event{Type: check.EvScrape, Source: "sim/decode", Scrape: &ds})
 }

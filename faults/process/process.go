@@ -29,7 +29,7 @@ type Stop struct {
 }
 
 // Name says which role, e.g. "sigstop(prefill)".
-func (f *Stop) Name() string { return fmt.Sprintf("sigstop(%s)", f.Role) }
+func (f *Stop) Name() string { return faults.StopName(f.Role) }
 
 // Layer is process.
 func (f *Stop) Layer() faults.Layer { return faults.LayerProcess }
@@ -90,12 +90,7 @@ type Kill struct {
 }
 
 // Name says which role, e.g. "sigkill(decode,restart)".
-func (f *Kill) Name() string {
-	if f.Restart {
-		return fmt.Sprintf("sigkill(%s,restart)", f.Role)
-	}
-	return fmt.Sprintf("sigkill(%s)", f.Role)
-}
+func (f *Kill) Name() string { return faults.KillName(f.Role, f.Restart) }
 
 // Layer is process.
 func (f *Kill) Layer() faults.Layer { return faults.LayerProcess }

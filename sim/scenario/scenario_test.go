@@ -84,13 +84,13 @@ func TestSameSeedSameTrace(t *testing.T) {
 // Presets whose faults the simulator cannot model say so.
 func TestSkippedFaultsReported(t *testing.T) {
 	t.Parallel()
-	sc, err := harness.LoadScenario("decode-restart", scenarios.FS)
+	sc, err := harness.LoadScenario("prefill-restart", scenarios.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, sk, err := Config(sc)
 	if err != nil || len(sk) != 1 || sk[0].Kind != "sigkill" {
-		t.Fatalf("decode-restart: skipped %v, err %v; want the sigkill entry", sk, err)
+		t.Fatalf("prefill-restart: skipped %v, err %v; want the sigkill entry (only decode is killed in the simulator)", sk, err)
 	}
 }
 
@@ -115,6 +115,45 @@ func TestKVChunksSimulated(t *testing.T) {
 	}
 	if r.Probes[contract.ProbePrefillKVReadFailed.String()] == 0 {
 		t.Errorf("no dropped chunk failed its write (probe %s not hit)", contract.ProbePrefillKVReadFailed)
+	}
+}
+
+// Decode's process killed and restarted is simulated: decode-restart
+// skips nothing, the kill takes effect, the router sees decode's leg fail
+// (and, in one of seeds 1-3 at least, a stream cut mid-answer), prefill's
+// workers fail their writes to the dead process and a write addressed to
+// it is refused by its successor, prefill sees decode's new registration,
+// and the fixed engine passes.
+func TestDecodeRestartSimulated(t *testing.T) {
+	t.Parallel()
+	sc, err := harness.LoadScenario("decode-restart", scenarios.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, sk, err := Config(sc); err != nil || len(sk) != 0 {
+		t.Fatalf("decode-restart: skipped %v, err %v; want nothing skipped", sk, err)
+	}
+	hits := map[string]int64{}
+	for seed := uint64(1); seed <= 3; seed++ {
+		r := passesFixed(t, "decode-restart", seed, 0, sim.Options{Events: true})
+		for n, h := range r.Probes {
+			hits[n] += h
+		}
+		kills := 0
+		for _, ev := range r.Events {
+			if ev.Fault != nil && ev.Fault.Fault == "sigkill(decode,restart)" && ev.Fault.Evidence.Effective {
+				kills++
+			}
+		}
+		if kills != 1 {
+			t.Errorf("seed %d: %d effective sigkill(decode,restart) records, want 1", seed, kills)
+		}
+	}
+	for _, p := range []contract.ProbeID{contract.ProbeRouterDecodeFailed, contract.ProbeRouterStreamEndedEarly, contract.ProbePrefillKVDialFailed,
+		contract.ProbeDecodeChunkStaleAgent, contract.ProbePrefillDecodeRestarted} {
+		if hits[p.String()] == 0 {
+			t.Errorf("probe %s not hit in seeds 1-3", p)
+		}
 	}
 }
 

@@ -40,11 +40,9 @@ func unreachableInGate() map[string]string {
 		"decode/scheduler-hung":          runtimeNever,
 		"decode/status-unexpected":       "only a regression that loosens decode's status table, in an ordering its preset reaches in some seeds only",
 		"router/bad-event":               "decode always streams JSON events",
-		"router/stream-ended-early":      someSeeds + ": decode must die while one of its streams is mid-answer (decode-restart's kill; 1 of 2 seeds on 2026-12-02); a stream cut by the client leaving no longer counts",
 		"decode/aux-inactive-room":       someSeeds + ": decode must abort between a room's last chunk and its completion notice",
 		"decode/kv-reply-failed":         "decode's one-byte completion fails only on a reset that lands while it applies a chunk: prefill keeps one message outstanding per KV connection, so no fault sends data (reset-peer's trigger) then, and a cut reaches decode as a FIN, after which its one reply still goes out",
 		"decode/kv-wrong-rank":           "prefill rank r always sends to decode rank r",
-		"decode/chunk-stale-agent":       someSeeds + ": a chunk for the old decode must reach the restarted one",
 		"decode/abort-unknown-rid":       someSeeds + ": a client must go away after decode generated its last token, before the answer was written",
 	}
 }
