@@ -25,6 +25,7 @@ const (
 	ProbePrefillDecodeRestarted
 	ProbePrefillMetadataAfterAbort
 	ProbePrefillMetadataAfterFailure
+	ProbePrefillMetadataFromPredecessor
 	ProbePrefillMetadataUnknownAgent
 	ProbePrefillMetadataDuplicate
 	ProbePrefillMetadataBeforeRequest
@@ -267,9 +268,10 @@ func probeTable() []Probe {
 		pr(ProbePrefillMalformedKillsLoop, "prefill/malformed-kills-loop", BootstrapThreadDeath, "a control message that does not parse killed the bootstrap loop"),
 		pp(ProbePrefillMalformedControl, "prefill/malformed-control", "a control message that does not parse (or names an unregistered agent) is counted and dropped; the loop carries on"),
 		pp(ProbePrefillRegistrationDuplicate, "prefill/registration-duplicate", "a registration for an agent already registered is ignored (first wins)"),
-		pp(ProbePrefillDecodeRestarted, "prefill/decode-restarted", "a new agent registered at the notify address of another: decode restarted under a new name"),
+		pp(ProbePrefillDecodeRestarted, "prefill/decode-restarted", "a new agent registered at the notify address of another, or the same Mooncake session_id with new buffers: decode restarted"),
 		pp(ProbePrefillMetadataAfterAbort, "prefill/metadata-after-abort", "TransferInfo for a room decode already aborted (tombstoned) is ignored"),
 		pp(ProbePrefillMetadataAfterFailure, "prefill/metadata-after-failure", "TransferInfo for a room prefill failed and cleared before it arrived (the client's abort came first) is answered Failed at once, not left to decode's waiting timeout"),
+		pp(ProbePrefillMetadataFromPredecessor, "prefill/metadata-from-predecessor", "TransferInfo, under a session_id decode re-registered with new buffers, for a room prefill held before that: it may be the dead process's, whose pages the new one hands out again, so the room is failed rather than written"),
 		pp(ProbePrefillMetadataUnknownAgent, "prefill/metadata-unknown-agent", "TransferInfo from an agent that never registered is refused"),
 		pp(ProbePrefillMetadataDuplicate, "prefill/metadata-duplicate", "a second TransferInfo for a room replaces the first"),
 		pp(ProbePrefillMetadataBeforeRequest, "prefill/metadata-before-request", "TransferInfo arrived before prefill's request for the room: the room is opened by decode's message"),

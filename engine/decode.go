@@ -139,7 +139,11 @@ func startDecode(ctx context.Context, cfg contract.EngineConfig, addrs DecodeAdd
 		host, port, _ := net.SplitHostPort(pull.Addr())
 		pn, _ := strconv.Atoi(port)
 		unique := fmt.Sprintf("decode-%s-%d-%x", port, r, incarnation)
-		agents = append(agents, core.DecodeAgent{IP: host, NotifyPort: pn, Name: wire.AgentName(unique, ln.Addr().String()), KVAddr: ln.Addr().String()})
+		// Each process maps its KV buffers anew: their address, which
+		// Mooncake's registration carries, tells this incarnation's
+		// memory from a predecessor's under the same session_id.
+		base := core.DefaultKVBase(r) + (uint64(incarnation)&0xfffff)<<12
+		agents = append(agents, core.DecodeAgent{IP: host, NotifyPort: pn, Name: wire.AgentName(unique, ln.Addr().String()), KVAddr: ln.Addr().String(), KVBase: base})
 	}
 	d.core = core.NewDecode(core.DecodeConfig{Ranks: cfg.TP, PageSize: cfg.PageSize, Pages: cfg.Pages,
 		WaitingTimeout: cfg.WaitingTimeout, AckTimeout: cfg.AckTimeout, Agents: agents, Regressions: reg, Wire: cfg.Wire, Probes: d.probes}, d.hist)

@@ -158,7 +158,8 @@ func (s *run) newDecode() *core.Decode {
 		if s.dInc > 0 {
 			unique += fmt.Sprintf(".%d", s.dInc)
 		}
-		agents = append(agents, core.DecodeAgent{IP: decodeIP, NotifyPort: notifyBase + r, Name: s.wire.AgentName(unique, kv), KVAddr: kv})
+		agents = append(agents, core.DecodeAgent{IP: decodeIP, NotifyPort: notifyBase + r, Name: s.wire.AgentName(unique, kv), KVAddr: kv,
+			KVBase: core.DefaultKVBase(r) + uint64(s.dInc)<<12}) // each incarnation maps its buffers anew
 	}
 	return core.NewDecode(core.DecodeConfig{Ranks: s.cfg.TP, PageSize: s.cfg.PageSize, Pages: s.cfg.Pages, WaitingTimeout: s.cfg.WaitingTimeout,
 		AckTimeout: s.cfg.AckTimeout, Agents: agents, Regressions: s.reg, Wire: s.cfg.Wire, Probes: s.dprobes}, s.dh)

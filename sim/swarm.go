@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
-
-	"github.com/pdchaos/pdchaos/contract"
 )
 
 // swarmStream keeps swarm draws apart from the run's own stream, so a
@@ -112,14 +110,9 @@ func Swarm(cfg Config, seed uint64) (Config, string) {
 		},
 		func() Fault {
 			// Once, as sigstop: decode crashes, restarted at once (a
-			// blip) or at the window's end. Not on Mooncake, whose
-			// restart the fixed engine does not fence (sim/scenario):
-			// a sigstop stands in, so the draws stay the same.
+			// blip) or at the window's end.
 			f := timing(Fault{Kind: "sigkill", Role: "decode", Restart: r.IntN(2) == 0, Rank: -1, Worker: -1}, 300*time.Millisecond, 2*time.Second)
 			f.Every = 0
-			if cfg.Engine.Wire == contract.WireMooncake {
-				f.Kind, f.Restart = "sigstop", false
-			}
 			return f
 		},
 	}

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -32,7 +33,17 @@ type DecodeAgent struct {
 	Name string
 	// KVAddr is the rank's KV listener, which registrations announce.
 	KVAddr string
+	// KVBase is the address of the rank's KV buffers as Mooncake's
+	// registration announces it (kv_ptrs): a real decode process maps them
+	// anew each time it starts, so it differs between incarnations of a
+	// rank whose session_id does not. Zero gets a fixed per-rank default
+	// (DefaultKVBase); runtimes that restart decode give each incarnation
+	// its own.
+	KVBase uint64
 }
+
+// DefaultKVBase is rank's KV buffer address when its runtime names none.
+func DefaultKVBase(rank int) uint64 { return 0x7f00_0000_0000 + uint64(rank)<<32 }
 
 // DecodeConfig configures the decode side. Zero values get defaults.
 type DecodeConfig struct {
@@ -69,6 +80,12 @@ func (c *DecodeConfig) defaults() {
 	}
 	for len(c.Agents) < c.Ranks {
 		c.Agents = append(c.Agents, DecodeAgent{IP: "127.0.0.1", Name: fmt.Sprintf("decode-%d", len(c.Agents))})
+	}
+	c.Agents = slices.Clone(c.Agents) // the caller's slice is not ours to fill in
+	for r := range c.Agents {
+		if c.Agents[r].KVBase == 0 {
+			c.Agents[r].KVBase = DefaultKVBase(r)
+		}
 	}
 }
 

@@ -89,7 +89,7 @@ func (d *Decode) AgentName(rank int, bootstrap string) string {
 func (d *Decode) Registration(rank int, bootstrap string) [][]byte {
 	a := d.cfg.Agents[rank]
 	return d.wire.Registration(Registration{DecodeIP: a.IP, DecodePort: a.NotifyPort, AgentName: d.AgentName(rank, bootstrap),
-		KVAddr: a.KVAddr, DecodeTP: len(d.ranks), DecodeRank: rank, DstNumSlots: 1024})
+		KVAddr: a.KVAddr, KVBase: a.KVBase, DecodeTP: len(d.ranks), DecodeRank: rank, DstNumSlots: 1024})
 }
 
 // Epoch is the current epoch of decode's name towards the prefill behind
@@ -103,7 +103,7 @@ func (d *Decode) Epoch(bootstrap string) int { return d.epochs[bootstrap] }
 // gave out (a predecessor decode process's registration: RefuseChunk).
 func (d *Decode) AdmitKV(now time.Time, rank int, room uint64, id int, agent string) bool {
 	if !d.wire.table().epochNames {
-		if agent == d.cfg.Agents[rank].Name {
+		if a := d.cfg.Agents[rank]; agent == d.wire.KVTarget(a.Name, a.KVBase) {
 			return true
 		}
 		d.RefuseChunk(now, rank, room, id, agent)

@@ -45,8 +45,13 @@ type Registration struct {
 	// AgentName is the key prefill files the registration under and that
 	// every TransferInfo names: NIXL's agent_name, Mooncake's session_id
 	// (the decode rank's KV address, so equal to KVAddr).
-	AgentName   string
-	KVAddr      string // where prefill sends KV chunks
+	AgentName string
+	KVAddr    string // where prefill sends KV chunks
+	// KVBase is the address of the rank's KV buffers (Mooncake's
+	// kv_ptrs[0]; 0 on NIXL, whose agent name already tells processes
+	// apart). Prefill's writes are addressed to it, so a write filed under
+	// a predecessor process's registration misses the new one's buffers.
+	KVBase      uint64
 	DecodeTP    int
 	DecodeRank  int
 	DstNumSlots int // NIXL only; 0 when the dialect does not carry it

@@ -88,6 +88,10 @@ type PrefillReq struct {
 	Tokens        []model.Token
 	Added         time.Time
 	InflightSince time.Time
+	// predecessor, per rank, is the session_id a decode re-registered with
+	// new buffers while this request waited for that rank's TransferInfo:
+	// a TransferInfo under that name may be the dead process's.
+	predecessor map[int]string
 }
 
 // Finish tells the runtime a request ended; Err nil means Success.
@@ -121,6 +125,11 @@ type Outbound struct {
 type transferInfo struct {
 	meta   Metadata
 	kvAddr string
+	// target is the memory the room's writes are addressed to, from the
+	// registration its TransferInfo was filed under (Dialect.KVTarget): a
+	// later registration under the same name, from a restarted decode,
+	// does not move it.
+	target string
 	at     time.Time
 }
 
@@ -310,17 +319,41 @@ func (p *Prefill) OnControl(now time.Time, rank int, frames [][]byte) error {
 
 func (p *Prefill) onRegistration(rank int, reg Registration) {
 	r := p.ranks[rank]
-	if _, ok := r.peers[reg.AgentName]; ok { // first registration wins
-		p.probes.Hit(contract.ProbePrefillRegistrationDuplicate)
-		return
+	restarted := false
+	if old, ok := r.peers[reg.AgentName]; ok {
+		if old.KVBase == reg.KVBase { // the same registration again: the first one stands
+			p.probes.Hit(contract.ProbePrefillRegistrationDuplicate)
+			return
+		}
+		// Same name, new buffers: a decode process restarted under the
+		// same session_id (Mooncake). Its registration replaces the old
+		// one, as SGLang's decode_kv_args_table does, but rooms filed
+		// under the old one keep writing to the old buffers
+		// (transferInfo.target), which the new process refuses.
+		restarted = true
+		// A TransferInfo still to come under this name cannot be told
+		// from the dead process's (one held on the way, or queued behind
+		// the new registration): for a request prefill holds already, it
+		// is refused (onMetadata), so no write of the old process's room
+		// can land in pages the new one hands out.
+		for _, req := range p.byRoom {
+			if _, has := r.infos[req.Room]; !has {
+				if req.predecessor == nil {
+					req.predecessor = map[int]string{}
+				}
+				req.predecessor[rank] = reg.AgentName
+			}
+		}
 	}
 	for _, old := range r.peers {
-		if old.DecodeIP == reg.DecodeIP && old.DecodePort == reg.DecodePort {
+		if !restarted && old.DecodeIP == reg.DecodeIP && old.DecodePort == reg.DecodePort {
 			// Same notify socket, new agent: the decode process restarted.
-			p.probes.Hit(contract.ProbePrefillDecodeRestarted)
-			p.DecodeRestarts++
-			break
+			restarted = true
 		}
+	}
+	if restarted {
+		p.probes.Hit(contract.ProbePrefillDecodeRestarted)
+		p.DecodeRestarts++
 	}
 	r.peers[reg.AgentName] = reg
 }
@@ -352,13 +385,22 @@ func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata) error {
 		p.probes.Hit(contract.ProbePrefillMetadataUnknownAgent)
 		return fmt.Errorf("%w: metadata for room %d from unregistered agent %q", ErrMalformed, m.Room, m.AgentName)
 	}
+	if req, owned := p.byRoom[m.Room]; owned && req.predecessor[rank] == m.AgentName && m.AgentName != "" {
+		p.probes.Hit(contract.ProbePrefillMetadataFromPredecessor)
+		delete(req.predecessor, rank)
+		why := "TransferInfo under a session_id decode re-registered with new buffers since the request came: it may be the dead process's"
+		r.status.Update(now, m.Room, Failed, WriterBootstrap, why)
+		p.out = append(p.out, Outbound{Rank: rank, To: notifyAddr(m), Frames: p.wire.Status(m.Room, Failed, rank, why)})
+		p.hist.NoteEnded(now, m.Room, "prefill", rank, contract.RoomEventFailNotice, "Failed status sent to decode: "+why)
+		return nil
+	}
 	if _, dup := r.infos[m.Room]; dup {
 		p.probes.Hit(contract.ProbePrefillMetadataDuplicate)
 	}
 	if _, owned := p.byRoom[m.Room]; !owned {
 		p.probes.Hit(contract.ProbePrefillMetadataBeforeRequest)
 	}
-	r.infos[m.Room] = transferInfo{meta: m, kvAddr: peer.KVAddr, at: now}
+	r.infos[m.Room] = transferInfo{meta: m, kvAddr: peer.KVAddr, target: p.wire.KVTarget(peer.AgentName, peer.KVBase), at: now}
 	p.hist.Note(now, m.Room, "prefill", rank, contract.RoomEventMetadata, fmt.Sprintf("%d pages from %s", len(m.Pages), m.AgentName))
 	r.status.Update(now, m.Room, WaitingForInput, WriterBootstrap, "metadata arrived")
 	return nil

@@ -259,7 +259,7 @@ func (p *Prefill) queueChunks(now time.Time, req *PrefillReq) {
 				pages = info.meta.Pages[p0:p1]
 			}
 			r.queues[w] = append(r.queues[w], &Chunk{Room: req.Room, ID: id, Last: last == n, Rank: rank,
-				KVAddr: info.kvAddr, Agent: info.meta.AgentName, Pages: pages, First: first, Payload: payload, PageSize: p.cfg.PageSize})
+				KVAddr: info.kvAddr, Agent: info.target, Pages: pages, First: first, Payload: payload, PageSize: p.cfg.PageSize})
 		}
 	}
 }

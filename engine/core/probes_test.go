@@ -372,6 +372,7 @@ func probeCases() []probeCase {
 		{"tp2-duplicate-ack", rigOpts{ranks: 2}, twoRanksDoubleAck, []string{"decode/ack-duplicate", "decode/ack-frees-pages"}},
 		{"client-gone-and-abort-requests", rigOpts{}, clientGoneAndAbortRequests, []string{"prefill/client-gone", "decode/client-gone",
 			"prefill/abort-endpoint", "decode/abort-endpoint", "prefill/local-abort", "decode/abort"}},
+		{"mooncake-held-transfer-info", rigOpts{wire: contract.WireMooncake}, mooncakeHeldTransferInfo, []string{"prefill/metadata-from-predecessor", "prefill/decode-restarted"}},
 		{"mooncake-success-after-abort", rigOpts{wire: contract.WireMooncake}, mooncakeSuccessAfterAbort, []string{"decode/success-notice-inactive"}},
 		{"heartbeats-lost", rigOpts{}, heartbeatsLost, []string{"decode/heartbeat-miss", "decode/prefill-lost", "decode/prefill-lost-room"}},
 		{"router-legs", rigOpts{}, routerLegs, []string{"router/prefill-failed", "router/prefill-refused", "router/decode-refused",

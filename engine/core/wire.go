@@ -27,6 +27,12 @@ type dialectTable struct {
 	// agentName is the key decode registers under: unique is a name
 	// unique to the decode rank's process, kvAddr its KV listener.
 	agentName func(unique, kvAddr string) string
+	// kvTarget names the memory a KV write goes to, from the agent name
+	// and KV base of the registration it was filed under: on NIXL the
+	// agent name alone (unique per process); on Mooncake the session_id
+	// and the buffers' address, since a restarted decode keeps its
+	// session_id but not its buffers.
+	kvTarget func(agent string, base uint64) string
 	// epochNames: the agent name can carry decode's epoch towards a
 	// prefill peer (NIXL's is free-form; Mooncake's is the KV address).
 	epochNames bool
@@ -108,6 +114,11 @@ func (d Dialect) ParseNotice(f [][]byte) (Notice, error) { return d.table().noti
 // rank's KV address, "ip:port".
 func (d Dialect) AgentName(unique, kvAddr string) string { return d.table().agentName(unique, kvAddr) }
 
+// KVTarget is what a KV write for the registration (agent, base) is
+// addressed to on the KV link: decode refuses one that names memory its
+// process never registered, as an RDMA write to a stale memory key fails.
+func (d Dialect) KVTarget(agent string, base uint64) string { return d.table().kvTarget(agent, base) }
+
 // nixlTable is SGLang NIXL: a guard frame first on registration and
 // TransferInfo; ABORT unguarded (#30352); failure notice
 // KV_STATUS, room, status, rank, reason (#36612).
@@ -135,6 +146,7 @@ func nixlTable() dialectTable {
 		control:          nixlControl,
 		notice:           nixlNotice,
 		agentName:        func(unique, _ string) string { return unique },
+		kvTarget:         func(agent string, _ uint64) string { return agent },
 		epochNames:       true,
 		unexpectedAbort:  "assert frame 0 == " + Guard + " failed",
 		successOnControl: contract.WireNIXL.SuccessOnControl(),
@@ -241,7 +253,7 @@ func mooncakeTable() dialectTable {
 			// state_layer_ids, staging_base, staging_size, dcp_size,
 			// dcp_rank, staging_slot_ids (19 frames, main@2026).
 			ptr := make([]byte, 8)
-			binary.LittleEndian.PutUint64(ptr, 0x7f00_0000_0000+uint64(r.DecodeRank)<<32)
+			binary.LittleEndian.PutUint64(ptr, r.KVBase)
 			aux := make([]byte, 8)
 			binary.LittleEndian.PutUint64(aux, 0x7e00_0000_0000+uint64(r.DecodeRank)<<32)
 			layer := make([]byte, 4)
@@ -265,6 +277,7 @@ func mooncakeTable() dialectTable {
 		control:   mooncakeControl,
 		notice:    mooncakeNotice,
 		agentName: func(_, kvAddr string) string { return kvAddr },
+		kvTarget:  func(agent string, base uint64) string { return fmt.Sprintf("%s@%#x", agent, base) },
 		// The Mooncake thread always knew ABORT (#27372); a loop with the
 		// regression on is the NIXL thread of #30352 whatever the layout.
 		unexpectedAbort:  "bootstrap loop does not handle " + TagAbort,
@@ -305,6 +318,9 @@ func mooncakeRegistration(f [][]byte) (Registration, error) {
 		return r, fmt.Errorf("%w: registration session_id %q is not ip:port", ErrMalformed, session)
 	}
 	r.AgentName, r.KVAddr = session, session
+	if len(f[4]) >= 8 { // kv_ptrs, Q×n: the first layer's buffer
+		r.KVBase = binary.LittleEndian.Uint64(f[4])
+	}
 	if r.DecodeRank, err = atonat(f[7], "dst_tp_rank"); err != nil {
 		return r, err
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults/catalog"
 	"github.com/pdchaos/pdchaos/harness"
 	"github.com/pdchaos/pdchaos/sim"
@@ -29,13 +28,6 @@ func (s Skipped) String() string {
 	}
 	return fmt.Sprintf("faults[%d] %s: %s", s.Index, s.Kind, s.Reason)
 }
-
-// mooncakeRestart is why decode's restart is not simulated on Mooncake:
-// a session_id is the rank's KV address, the same in the new process, so
-// nothing refuses prefill's late writes for the old process's rooms and
-// they land in the new one's pages (the fixed engine has no fence for it
-// yet: docs/sim-results.md).
-const mooncakeRestart = "decode's restart on Mooncake: late writes for the old process's rooms land in the new one's pages, which the fixed engine does not fence yet"
 
 // Config converts sc. Fault kinds the simulator does not model are left
 // out and listed in the second result, never dropped silently.
@@ -106,9 +98,6 @@ func Config(sc *harness.Scenario) (sim.Config, []Skipped, error) {
 			continue
 		case fs.Kind == "sigkill" && f.Role != "decode":
 			skipped = append(skipped, Skipped{i, fs.Kind, "only decode's process is killed in the simulator"})
-			continue
-		case fs.Kind == "sigkill" && sc.Engine.Wire == contract.WireMooncake:
-			skipped = append(skipped, Skipped{i, fs.Kind, mooncakeRestart})
 			continue
 		}
 		cfg.Faults = append(cfg.Faults, f)
