@@ -69,7 +69,10 @@ func Explore(ctx context.Context, cfg Config, from, to uint64, o ExploreOptions)
 				if o.Swarm {
 					c, desc = Swarm(cfg, seed)
 				}
-				r, err := Run(c, seed, Options{})
+				r, err := Run(ctx, c, seed, Options{})
+				if ctx.Err() != nil {
+					continue // cut short: neither a pass nor a failure
+				}
 				if err != nil { // a drawn config the validator refuses: a bug in Swarm
 					r = Result{Seed: seed, Failed: "config", Swarm: err.Error()}
 				}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -90,14 +91,19 @@ type run struct {
 	events   []check.Event
 }
 
-// Run simulates cfg with seed and judges the run. It fails only on a bad
-// config; a violation is in Result.Checks.
-func Run(cfg Config, seed uint64, opts Options) (Result, error) {
+// Run simulates cfg with seed and judges the run. It fails on a bad config,
+// or when ctx ends first (the run is then cut short and not judged); a
+// violation is in Result.Checks.
+func Run(ctx context.Context, cfg Config, seed uint64, opts Options) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
 	s := newRun(cfg, seed, opts)
+	s.done = ctx.Done()
 	s.simulate(cfg)
+	if s.interrupted {
+		return Result{Seed: seed, Steps: s.steps, SimTime: s.now}, fmt.Errorf("simulate %s seed %d: cut short at %v of virtual time: %w", cfg.Name, seed, s.now, context.Cause(ctx))
+	}
 	res := Result{Seed: seed, Requests: s.ended, Steps: s.steps, SimTime: s.now}
 	res.Checks = check.Judge(s.events, check.Floor{MinRequests: s.checks.MinRequests, MinCancels: s.checks.MinCancels})
 	if f := res.Checks.Failed(); len(f) > 0 {

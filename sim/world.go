@@ -105,6 +105,11 @@ type world struct {
 	seq   uint64
 	steps int64
 	trace *strings.Builder // nil: not tracing
+	// done ends the run early (Ctrl-C): once it is closed runUntil runs
+	// no more events, so virtual time races to the end and every loop
+	// driving it finishes.
+	done        <-chan struct{}
+	interrupted bool
 }
 
 // scenarioStream hashes a scenario name into the PCG stream, so two
@@ -152,7 +157,15 @@ func (w *world) after(d time.Duration, actor string, fn func()) { w.at(w.now+d, 
 // runUntil runs due events in order until none is due by end; the clock
 // then stands at end.
 func (w *world) runUntil(end time.Duration, stop func() bool) {
-	for len(w.q) > 0 && w.q[0].at <= end {
+	for len(w.q) > 0 && w.q[0].at <= end && !w.interrupted {
+		if w.steps&0x3ff == 0 && w.done != nil {
+			select {
+			case <-w.done:
+				w.interrupted = true
+				continue
+			default:
+			}
+		}
 		e := w.q.pop()
 		j := w.jobs[e.job]
 		w.jobs[e.job] = job{} // let the collector have what it held

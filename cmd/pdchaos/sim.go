@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -57,7 +58,7 @@ func newSimCmd() *cobra.Command {
 				fmt.Fprintf(out, "skipped %s\n", s)
 			}
 			if cmd.Flags().Changed("seed") && shrinkTo != "" {
-				return simShrink(out, sc, seed, checker, shrinkTo)
+				return simShrink(cmd.Context(), out, sc, seed, checker, shrinkTo)
 			}
 			if cmd.Flags().Changed("seed") {
 				if swarm {
@@ -65,7 +66,7 @@ func newSimCmd() *cobra.Command {
 					cfg, desc = sim.Swarm(cfg, seed)
 					fmt.Fprintln(out, desc)
 				}
-				return simOne(out, cfg, seed, trace, probes)
+				return simOne(cmd.Context(), out, cfg, seed, trace, probes)
 			}
 			from, to, err := parseSeeds(strings.Join(seeds, ","))
 			if err != nil {
@@ -119,6 +120,11 @@ func newSimCmd() *cobra.Command {
 			if len(sum.Failing) > 0 {
 				return &exitError{exitViolation, fmt.Errorf("sim %s: %d of %d seeds fail", cfg.Name, len(sum.Failing), sum.Seeds)}
 			}
+			if err != nil { // interrupted: what ran passed, the rest never ran
+				err = fmt.Errorf("sim %s: interrupted after %d of %d seeds, none failing: inconclusive: %w", cfg.Name, sum.Seeds, to-from+1, err)
+				fmt.Fprintln(out, err)
+				return &exitError{exitInconclusive, err}
+			}
 			return nil
 		},
 	}
@@ -138,13 +144,13 @@ func newSimCmd() *cobra.Command {
 }
 
 // simShrink shrinks a failing seed and writes the minimal scenario.
-func simShrink(out io.Writer, sc *harness.Scenario, seed uint64, checker, path string) error {
+func simShrink(ctx context.Context, out io.Writer, sc *harness.Scenario, seed uint64, checker, path string) error {
 	if checker == "" {
 		cfg, _, err := simscenario.Config(sc)
 		if err != nil {
 			return &exitError{exitHarness, err}
 		}
-		r, err := sim.Run(cfg, seed, sim.Options{})
+		r, err := sim.Run(ctx, cfg, seed, sim.Options{})
 		if err != nil {
 			return &exitError{exitHarness, err}
 		}
@@ -153,7 +159,7 @@ func simShrink(out io.Writer, sc *harness.Scenario, seed uint64, checker, path s
 		}
 		checker = r.Failed
 	}
-	sh, err := simscenario.Shrink(sc, seed, checker)
+	sh, err := simscenario.Shrink(ctx, sc, seed, checker)
 	if err != nil {
 		return &exitError{exitHarness, err}
 	}
@@ -178,8 +184,8 @@ func regressionFlags(rs []string) string {
 }
 
 // simOne replays one seed and prints its verdict, trace and probes.
-func simOne(out io.Writer, cfg sim.Config, seed uint64, trace, probes bool) error {
-	r, err := sim.Run(cfg, seed, sim.Options{Trace: trace})
+func simOne(ctx context.Context, out io.Writer, cfg sim.Config, seed uint64, trace, probes bool) error {
+	r, err := sim.Run(ctx, cfg, seed, sim.Options{Trace: trace})
 	if err != nil {
 		return &exitError{exitHarness, err}
 	}

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"testing"
 
 	"github.com/pdchaos/pdchaos/sim"
@@ -19,7 +20,7 @@ func BenchmarkSeeds(b *testing.B) {
 			seed := uint64(0)
 			for b.Loop() {
 				seed++
-				r, err := sim.Run(cfg, seed, sim.Options{})
+				r, err := sim.Run(context.Background(), cfg, seed, sim.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -2,7 +2,9 @@ package scenario
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -43,7 +45,7 @@ func passesFixed(t *testing.T, name string, seed uint64, length time.Duration, o
 	if length > 0 {
 		cfg.Duration = length
 	}
-	r, err := sim.Run(cfg, seed, opts)
+	r, err := sim.Run(context.Background(), cfg, seed, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,12 +62,12 @@ func TestSameSeedSameTrace(t *testing.T) {
 	cfg := preset(t, "paused-transfer-workers")
 	cfg.Duration = 1500 * time.Millisecond // short: make test runs it under -race
 	opts := sim.Options{Trace: true, Events: true}
-	a, err := sim.Run(cfg, 7, opts)
+	a, err := sim.Run(context.Background(), cfg, 7, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := sim.Run(cfg, 7, opts)
-	c, _ := sim.Run(cfg, 8, opts)
+	b, _ := sim.Run(context.Background(), cfg, 7, opts)
+	c, _ := sim.Run(context.Background(), cfg, 8, opts)
 	if len(a.Trace) < 1000 || a.Trace != b.Trace {
 		t.Fatalf("seed 7 twice: traces of %d and %d bytes differ (or too short)", len(a.Trace), len(b.Trace))
 	}
@@ -205,7 +207,7 @@ func TestRegressionCaught(t *testing.T) {
 	r, _ := contract.LookupRegression(contract.DecodeAbortLeak)
 	cfg := preset(t, r.Caught.Scenario)
 	cfg.Duration = 5 * time.Second
-	fixed, err := sim.Run(cfg, 1, sim.Options{})
+	fixed, err := sim.Run(context.Background(), cfg, 1, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +215,7 @@ func TestRegressionCaught(t *testing.T) {
 		t.Fatalf("fixed engine: slots-released %s: %s", c.Status, c.Summary)
 	}
 	cfg.Engine.Regressions = []string{r.Name}
-	bad, err := sim.Run(cfg, 1, sim.Options{})
+	bad, err := sim.Run(context.Background(), cfg, 1, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +228,7 @@ func TestRegressionCaught(t *testing.T) {
 // rooms all end (the pdchaos_mutant build, which does not, fails here).
 func TestLateRegistrationRoomsEnd(t *testing.T) {
 	t.Parallel()
-	r, err := sim.Run(preset(t, "late-registration"), 1, sim.Options{})
+	r, err := sim.Run(context.Background(), preset(t, "late-registration"), 1, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +248,7 @@ func TestShrinkKeepsFailure(t *testing.T) {
 	sc.Engine.Regressions = []string{contract.RankDesync}
 	sc.Duration = 4 * time.Second // a smaller start keeps the test quick
 	sc.Agents.Options.Agents = 8
-	sh, err := Shrink(sc, 1, contract.CheckLiveness)
+	sh, err := Shrink(context.Background(), sc, 1, contract.CheckLiveness)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +267,7 @@ func TestShrinkKeepsFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := sim.Run(cfg, back.Seed, sim.Options{})
+	r, err := sim.Run(context.Background(), cfg, back.Seed, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +325,7 @@ func TestShrunkReprosFail(t *testing.T) {
 				t.Fatal(err)
 			}
 			for seed := sc.Seed; seed < sc.Seed+5; seed++ {
-				res, err := sim.Run(cfg, seed, sim.Options{})
+				res, err := sim.Run(context.Background(), cfg, seed, sim.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -377,7 +379,7 @@ func TestPrefillStopReproPasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for seed := sc.Seed; seed < sc.Seed+5; seed++ {
-		res, err := sim.Run(cfg, seed, sim.Options{})
+		res, err := sim.Run(context.Background(), cfg, seed, sim.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -387,5 +389,29 @@ func TestPrefillStopReproPasses(t *testing.T) {
 		if res.Probes["decode/prefill-lost"] == 0 {
 			t.Errorf("seed %d: the prefill was never declared lost: the repro no longer reaches the loss", seed)
 		}
+	}
+}
+
+// TestRunStopsWhenCtxEnds: a cancelled context cuts a seed short (Ctrl-C
+// during a long seed) instead of letting it run to its end, and an
+// exploration counts no seed it cut short as passing.
+func TestRunStopsWhenCtxEnds(t *testing.T) {
+	cfg := preset(t, "abort-storm")
+	full, err := sim.Run(context.Background(), cfg, 1, sim.Options{})
+	if err != nil {
+		t.Fatalf("uncancelled run: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cut, err := sim.Run(ctx, cfg, 1, sim.Options{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled run returned %v, want context.Canceled", err)
+	}
+	if cut.Steps >= full.Steps/10 {
+		t.Errorf("cancelled run took %d steps, the whole run %d: it was not cut short", cut.Steps, full.Steps)
+	}
+	sum, err := sim.Explore(ctx, cfg, 1, 50, sim.ExploreOptions{Workers: 2})
+	if !errors.Is(err, context.Canceled) || sum.Seeds != 0 {
+		t.Errorf("cancelled exploration: %d seeds counted, err %v; want none and context.Canceled", sum.Seeds, err)
 	}
 }

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -36,7 +37,7 @@ type Shrunk struct {
 // same checker. The agents preset is resolved into explicit options first
 // (a preset field cannot be overridden to zero). The result is a scenario
 // file `pdchaos sim` and `pdchaos run` accept, with Seed set to seed.
-func Shrink(sc *harness.Scenario, seed uint64, checker string) (Shrunk, error) {
+func Shrink(ctx context.Context, sc *harness.Scenario, seed uint64, checker string) (Shrunk, error) {
 	cur := *sc
 	o, err := cur.AgentOptions()
 	if err != nil {
@@ -52,7 +53,7 @@ func Shrink(sc *harness.Scenario, seed uint64, checker string) (Shrunk, error) {
 		if err != nil {
 			return false, Size{}
 		}
-		r, err := sim.Run(cfg, seed, sim.Options{})
+		r, err := sim.Run(ctx, cfg, seed, sim.Options{})
 		if err != nil {
 			return false, Size{}
 		}
@@ -67,6 +68,9 @@ func Shrink(sc *harness.Scenario, seed uint64, checker string) (Shrunk, error) {
 	for changed := true; changed; {
 		changed = false
 		for _, step := range steps(&cur) {
+			if ctx.Err() != nil {
+				return Shrunk{}, fmt.Errorf("shrink %s seed %d: stopped after %d runs: %w", sc.Name, seed, out.Tries, context.Cause(ctx))
+			}
 			next := cur
 			next.Faults = append([]harness.FaultSpec(nil), cur.Faults...)
 			next.Agents.Options.KillAllAt = append([]time.Duration(nil), cur.Agents.Options.KillAllAt...)
