@@ -170,6 +170,19 @@ func orAny(host, addr string) string {
 	return addr
 }
 
+// KVTargets is, per rank, what prefill's KV writes must be addressed to
+// for this process to take them (core.Dialect.KVTarget of the rank's
+// registration): on NIXL its agent name, on Mooncake its session_id and
+// the address of the KV buffers this process mapped. A peer that writes
+// under anything else is refused before a byte lands.
+func (d *Decode) KVTargets() []string {
+	var out []string
+	for _, a := range d.core.Config().Agents {
+		out = append(out, d.wire.KVTarget(a.Name, a.KVBase))
+	}
+	return out
+}
+
 // Addrs reports where the role listens.
 func (d *Decode) Addrs() DecodeAddrs {
 	a := DecodeAddrs{HTTP: d.httpLn.Addr().String()}

@@ -27,6 +27,8 @@ type hostile struct {
 	dialect core.Dialect
 	pa      engine.PrefillAddrs
 	da      engine.DecodeAddrs
+	// targets are decode's KV targets per rank (Decode.KVTargets).
+	targets []string
 
 	mu    sync.Mutex
 	stats hostileStats
@@ -262,8 +264,8 @@ func kvMsg(kind byte, room uint64, rank uint16, npages uint32, pages []uint32, p
 // each, until ctx ends: unknown kind, truncated, too many pages, too large
 // a payload, another rank's chunk (each drops the connection), a chunk and
 // a completion notice for rooms decode does not hold under a stale agent
-// name (stray, refused), and on Mooncake, whose agent name is the KV
-// address, a chunk for the right agent whose payload is not whole tokens.
+// name (stray, refused), and on Mooncake, a chunk addressed to decode's
+// own session and buffers whose payload is not whole tokens.
 func (h *hostile) kv(ctx context.Context, rng *rand.Rand) error {
 	tok := bytes.Repeat([]byte{0xAB}, model.KVBytesPerToken)
 	var d net.Dialer
@@ -284,7 +286,7 @@ func (h *hostile) kv(ctx context.Context, rng *rand.Rand) error {
 			{b: kvMsg(2, room, 0, 0, nil, 0, nil, "stale-agent"), reply: true},
 		}
 		if h.wire == contract.WireMooncake {
-			cases = append(cases, kvCase{b: kvMsg(1, room, 0, 1, []uint32{0}, 5, tok[:5], h.da.KV[0]), reply: true, malformed: true})
+			cases = append(cases, kvCase{b: kvMsg(1, room, 0, 1, []uint32{0}, 5, tok[:5], h.targets[0]), reply: true, malformed: true})
 		}
 		for _, c := range cases {
 			conn, err := d.DialContext(ctx, "tcp", h.da.KV[0])

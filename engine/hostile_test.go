@@ -69,7 +69,7 @@ func TestHostilePeers(t *testing.T) {
 			// request is swept after the bootstrap timeout: short enough
 			// for the drain, long enough for real requests on a busy CI.
 			c := testcluster.Start(t, contract.EngineConfig{Wire: w, BootstrapTimeout: 5 * time.Second})
-			h := &hostile{wire: w, dialect: mustDialect(t, w), pa: c.Prefill.Addrs(), da: c.Decode.Addrs()}
+			h := &hostile{wire: w, dialect: mustDialect(t, w), pa: c.Prefill.Addrs(), da: c.Decode.Addrs(), targets: c.Decode.KVTargets()}
 			ctx, stop := context.WithTimeout(t.Context(), dur)
 			defer stop()
 			var served atomic.Int64
