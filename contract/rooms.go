@@ -79,6 +79,18 @@ const (
 	RoomEventTransferError = "transfer-error"
 	// RoomEventAbortReceived is prefill taking decode's ABORT for the room.
 	RoomEventAbortReceived = "abort-received"
+	// RoomEventRequest is prefill's rank taking a request for a room a
+	// TransferInfo had already opened: the room's status does not change,
+	// so no status event names the request's rid (CreatedFor), and this
+	// one does.
+	RoomEventRequest = "request"
+	// RoomEventAbortTombstone is a rank remembering a room it aborted (or
+	// was told to abort before it held it), so a late message cannot
+	// reopen it.
+	RoomEventAbortTombstone = "abort-tombstone"
+	// RoomEventAbortAck is prefill acknowledging decode's ABORT (on
+	// decode: that acknowledgement arriving).
+	RoomEventAbortAck = "abort-ack"
 	// RoomEventKVReceived is decode's rank holding every chunk of the room
 	// and the aux message after the last, written before it acknowledges
 	// the aux: prefill's rank may write Success only after it. On NIXL the

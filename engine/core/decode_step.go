@@ -519,7 +519,7 @@ func (d *Decode) OnNotice(now time.Time, rank int, frames [][]byte) error {
 	switch n.Kind {
 	case MsgAbortAck:
 		if d.hist.Known(n.Room) { // an ACK for a room decode never had opens no record
-			d.hist.Note(now, n.Room, "decode", rank, "abort-ack", fmt.Sprintf("from prefill rank %d", n.Rank))
+			d.hist.Note(now, n.Room, "decode", rank, contract.RoomEventAbortAck, fmt.Sprintf("from prefill rank %d", n.Rank))
 		}
 		aw, ok := d.awaiting[n.Room]
 		if !ok {

@@ -227,8 +227,12 @@ func (p *Prefill) Add(now time.Time, rid string, room uint64, tokens []model.Tok
 	req := &PrefillReq{Rid: rid, Room: room, Tokens: tokens, Added: now}
 	p.byRid[rid] = req
 	p.byRoom[room] = req
-	for _, r := range p.ranks {
+	for rank, r := range p.ranks {
+		opened := r.status.Has(room) // by decode's TransferInfo, before the request
 		r.status.Update(now, room, Bootstrapping, WriterSender, "sender "+contract.CreatedFor(rid))
+		if opened {
+			p.hist.Note(now, room, "prefill", rank, contract.RoomEventRequest, "sender "+contract.CreatedFor(rid))
+		}
 	}
 	p.bootstrapQ = append(p.bootstrapQ, req)
 	return nil
@@ -442,7 +446,7 @@ func (p *Prefill) onAbort(now time.Time, rank int, a Abort) {
 
 func (p *Prefill) ack(now time.Time, rank int, a Abort) {
 	p.out = append(p.out, Outbound{Rank: rank, To: hostPort(a.DecodeIP, a.DecodePort), Frames: p.wire.AbortAck(a.Room, rank)})
-	p.hist.Note(now, a.Room, "prefill", rank, "abort-ack", "in-flight writes drained")
+	p.hist.Note(now, a.Room, "prefill", rank, contract.RoomEventAbortAck, "in-flight writes drained")
 }
 
 func (p *Prefill) holding(rank int, room uint64) bool {

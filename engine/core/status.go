@@ -95,7 +95,7 @@ func (t *StatusTable) Update(now time.Time, room uint64, s KVPoll, w Writer, why
 			if !t.reg.On(contract.AbortBeforeStatus) {
 				t.hit(contract.ProbePrefillStatusTombstone, contract.ProbeDecodeStatusUnexpected)
 				t.tombstones[room] = now
-				t.hist.Add(now, room, t.side, t.rank, "abort-tombstone", Failed, string(w)+": "+why)
+				t.hist.Add(now, room, t.side, t.rank, contract.RoomEventAbortTombstone, Failed, string(w)+": "+why)
 				return
 			}
 			t.hit(contract.ProbePrefillAbortDropped, contract.ProbeDecodeStatusUnexpected)

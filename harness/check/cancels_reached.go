@@ -3,10 +3,12 @@ package check
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/faults"
 )
 
 // DefaultCancelBound is how long after a client cancel each side may take
@@ -120,6 +122,16 @@ func checkCancelsReached(v *View) CheckResult {
 				// request here, which this side then refused (room in
 				// use): there was nothing of it to cancel.
 				ev["sides_held_another_request"]++
+				continue
+			}
+			if _, named := openedFor(r); !named && v.roleKilledDuring(role, o.Start, tc+DefaultCancelBound) {
+				// The side's process was killed between the request's
+				// start and the cancel's bound, and the record read from
+				// it holds no request of this room (the peer's messages
+				// alone opened it): the request was refused by the dead
+				// process, or died with it before the cancel was due.
+				// There is nothing left here to judge.
+				ev["sides_killed_before_the_request"]++
 				continue
 			}
 			ev["sides_checked"]++
@@ -243,15 +255,13 @@ func abortAnswered(o outcome.Outcome, excused bool) string {
 	return ""
 }
 
-// keepFirst keeps, of two records of one room on one side, the one created
-// first: a late metadata or ABORT can re-open a room the side had already
-// cleared, and that second record (no client abort, created after the
-// cancel) is not the request the client cancelled.
-// openedFor is the rid the record's room was opened for, from its first
-// status event that names one.
+// openedFor is the rid of the request the record's room was opened for, or
+// that reached it after a TransferInfo had opened it: from its first status
+// or request event that names one. False: no request of the room reached
+// this side.
 func openedFor(r contract.RoomRecord) (string, bool) {
 	for _, e := range r.Events {
-		if e.Kind != contract.RoomEventStatus {
+		if e.Kind != contract.RoomEventStatus && e.Kind != contract.RoomEventRequest {
 			continue
 		}
 		if rid, ok := contract.CreatedRid(e.Detail); ok {
@@ -261,6 +271,10 @@ func openedFor(r contract.RoomRecord) (string, bool) {
 	return "", false
 }
 
+// keepFirst keeps, of two records of one room on one side, the one created
+// first: a late metadata or ABORT can re-open a room the side had already
+// cleared, and that second record (no client abort, created after the
+// cancel) is not the request the client cancelled.
 func keepFirst(m map[uint64]contract.RoomRecord, id uint64, r contract.RoomRecord) {
 	if prev, ok := m[id]; ok && !prev.Created.IsZero() && (r.Created.IsZero() || !r.Created.Before(prev.Created)) {
 		return
@@ -350,6 +364,18 @@ func eventKinds(es []contract.Event) string {
 func (v *View) faultDuring(from, to time.Duration) bool {
 	for _, f := range v.Faults {
 		if f.Applied && f.Start <= to && (f.End == 0 || f.End >= from) {
+			return true
+		}
+	}
+	return false
+}
+
+// roleKilledDuring reports whether a sigkill of role was applied in a
+// window that overlaps [from, to] (a window still open at the end counts).
+func (v *View) roleKilledDuring(role string, from, to time.Duration) bool {
+	for _, f := range v.Faults {
+		if f.Applied && f.Layer == faults.LayerProcess && strings.HasPrefix(f.Fault, "sigkill(") && faultRole(f.Fault) == role &&
+			f.Start <= to && (f.End == 0 || f.End >= from) {
 			return true
 		}
 	}

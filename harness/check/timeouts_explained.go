@@ -591,7 +591,9 @@ func unsentFailNotice(f firing, peer contract.RoomRecord, hasPeer bool) string {
 	if f.b.Name != contract.BackstopWaiting || !hasPeer {
 		return ""
 	}
-	metadata := false
+	// Per rank: at TP > 1 a rank that never got its TransferInfo cannot
+	// tell decode anything, whatever another rank held.
+	metadata := map[int]bool{}
 	last := map[int]string{}
 	for _, e := range sortedEvents(peer.Events) {
 		if e.At.After(f.at) {
@@ -599,13 +601,13 @@ func unsentFailNotice(f firing, peer contract.RoomRecord, hasPeer bool) string {
 		}
 		switch e.Kind {
 		case contract.RoomEventMetadata:
-			metadata = true
+			metadata[e.Rank] = true
 		case contract.RoomEventFailNotice:
 			return "" // sent: lost on the way, or late; judged as any backstop
 		case contract.RoomEventStatus:
 			last[e.Rank] = e.State
 		case contract.RoomEventClear:
-			if last[e.Rank] == contract.StateFailed && metadata && f.at.Sub(e.At) >= DefaultRaceWindow {
+			if last[e.Rank] == contract.StateFailed && metadata[e.Rank] && f.at.Sub(e.At) >= DefaultRaceWindow {
 				return fmt.Sprintf("prefill cleared the room as Failed %v before, holding decode's TransferInfo, and sent it no failure notice",
 					f.at.Sub(e.At).Round(time.Millisecond))
 			}

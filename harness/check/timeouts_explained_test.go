@@ -186,6 +186,7 @@ func TestUnsentFailNotice(t *testing.T) {
 	ev := func(ms int, kind, state string) contract.Event {
 		return contract.Event{At: at(ms), Side: contract.SidePrefill, Kind: kind, State: state}
 	}
+	onRank := func(e contract.Event, rank int) contract.Event { e.Rank = rank; return e }
 	waiting := firing{b: contract.LookupBackstop(contract.BackstopWaiting), room: 1, at: at(3000)}
 	meta, failed, clear := ev(100, contract.RoomEventMetadata, ""), ev(500, contract.RoomEventStatus, contract.StateFailed), ev(600, contract.RoomEventClear, "")
 	for _, tc := range []struct {
@@ -201,6 +202,11 @@ func TestUnsentFailNotice(t *testing.T) {
 		{"cleared Success", waiting, []contract.Event{meta, ev(500, contract.RoomEventStatus, contract.StateSuccess), clear}, false},
 		{"cleared just before", firing{b: waiting.b, room: 1, at: at(1200)}, []contract.Event{meta, failed, clear}, false},
 		{"another backstop", firing{b: contract.LookupBackstop(contract.BackstopAck), room: 1, at: at(3000)}, []contract.Event{meta, failed, clear}, false},
+		// TP 2: rank 1 held the TransferInfo and told decode; rank 0 never
+		// got one (lost on the way) and cleared first, with no one to tell.
+		{"tp2: the rank that cleared first had no TransferInfo", waiting, []contract.Event{onRank(meta, 1), onRank(failed, 0), onRank(clear, 0),
+			onRank(failed, 1), onRank(ev(610, contract.RoomEventFailNotice, ""), 1), onRank(ev(620, contract.RoomEventClear, ""), 1)}, false},
+		{"tp2: the rank that held it cleared without a notice", waiting, []contract.Event{onRank(meta, 1), onRank(failed, 1), onRank(clear, 1)}, true},
 	} {
 		why := unsentFailNotice(tc.f, contract.RoomRecord{Room: 1, Events: tc.events}, true)
 		if (why != "") != tc.judged || (tc.judged && !strings.Contains(why, "sent it no failure notice")) {

@@ -1,11 +1,14 @@
 package check
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/faults"
+	"github.com/pdchaos/pdchaos/faults/schedule"
 )
 
 // A room a late metadata re-opened after prefill had cleared it ends twice
@@ -58,5 +61,47 @@ func TestEndedTwiceJudgesTheFirstRecord(t *testing.T) {
 	}
 	if r := checkCancelsReached(view([]contract.RoomRecord{reopened})); r.Status != Fail {
 		t.Errorf("the re-opened record alone: cancels-reached %s (%s), want fail", r.Status, r.Summary)
+	}
+}
+
+// A request prefill's dead process refused (the router's leg failed)
+// leaves prefill only what decode's messages opened: nothing there to
+// cancel, so cancels-reached does not judge that side when a kill of
+// prefill overlapped the request. Without the kill, or when the request
+// did reach prefill (a status or request event names its rid), a missed
+// client abort still fails.
+func TestCancelNotJudgedWherePrefillsKillRefusedTheRequest(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	ev := func(side string, d time.Duration, kind, detail string) contract.Event {
+		return contract.Event{At: base.Add(d), Side: side, Kind: kind, Detail: detail}
+	}
+	decode := contract.RoomRecord{Room: 9, Side: "decode", Created: base, Updated: base.Add(time.Second), Cleared: true, LastState: contract.StateFailed,
+		Events: []contract.Event{ev("decode", 0, "status", "receiver "+contract.CreatedFor("r9")), ev("decode", time.Second, EventAbortRequest, ""), ev("decode", time.Second, "clear", "")}}
+	cancel := outcome.Outcome{Kind: outcome.KindCancelled, Room: 9, HasRoom: true, Rid: "r9", Start: 0, End: time.Second}
+	kill := Event{Type: EvFault, Fault: &schedule.Record{Window: 1, Fault: faults.KillName("prefill", true), Layer: faults.LayerProcess, Applied: true,
+		Start: -time.Second, End: 500 * time.Millisecond}}
+	judge := func(prefill contract.RoomRecord, killed bool) CheckResult {
+		evs := []Event{{Type: EvRun, Run: &RunInfo{Scenario: "t", BaseWall: base}}, {Type: EvOutcome, Outcome: &cancel},
+			{Type: EvRooms, Source: "prefill", Rooms: &RoomsSnap{Role: "prefill", Ended: []contract.RoomRecord{prefill}, Final: true}},
+			{Type: EvRooms, Source: "decode", Rooms: &RoomsSnap{Role: "decode", Ended: []contract.RoomRecord{decode}, Final: true}}}
+		if killed {
+			evs = append(evs, kill)
+		}
+		return checkCancelsReached(NewView(evs))
+	}
+	metadataOnly := contract.RoomRecord{Room: 9, Side: "prefill", Created: base.Add(10 * time.Millisecond), Updated: base.Add(3 * time.Second), Cleared: true, LastState: contract.StateFailed,
+		Events: []contract.Event{ev("prefill", 10*time.Millisecond, "metadata", ""), ev("prefill", 10*time.Millisecond, "status", "bootstrap: metadata arrived"),
+			ev("prefill", 3*time.Second, "clear", "")}}
+	if r := judge(metadataOnly, true); r.Status != Pass || r.Evidence["sides_killed_before_the_request"] != 1 {
+		t.Errorf("prefill was killed and never took the request: cancels-reached %s (%s), evidence %v; want pass, the side not judged", r.Status, r.Summary, r.Evidence)
+	}
+	if r := judge(metadataOnly, false); r.Status != Fail {
+		t.Errorf("no kill: cancels-reached %s (%s), want fail", r.Status, r.Summary)
+	}
+	reached := metadataOnly
+	reached.Events = append(slices.Clone(metadataOnly.Events[:2]), ev("prefill", 20*time.Millisecond, contract.RoomEventRequest, "sender "+contract.CreatedFor("r9")), metadataOnly.Events[2])
+	if r := judge(reached, true); r.Status != Fail {
+		t.Errorf("the request reached prefill after its TransferInfo and the client's abort never did: cancels-reached %s (%s), want fail", r.Status, r.Summary)
 	}
 }
