@@ -268,6 +268,13 @@ func (s *run) prefillGenerate(req *request) {
 	if !req.pLive {
 		return
 	}
+	if s.pDown {
+		req.pLive = false
+		s.transmit(req.toP+"<", &msg{kind: "http", room: req.room, desc: s.describe("connection refused ", req.rid), deliver: func() {
+			req.legs.PrefillAnswered(0) // no answer: decode's leg goes on
+		}})
+		return
+	}
 	if err := s.p.Add(s.wall(), req.rid, req.room, req.tokens); err != nil {
 		s.tracef("prefill/http", "generate rid=%s: %v", req.rid, err)
 		req.pLive = false
@@ -295,6 +302,19 @@ func (s *run) decodeGenerate(req *request) {
 	if s.dDown {
 		req.dLive = false
 		s.toClient(req, "connection refused", func() { s.decodeLegLost(req, "connection refused (decode killed)") })
+		return
+	}
+	if !s.routed && s.pDown {
+		// Decode resolves prefill's route on its bootstrap server, which
+		// died with the process: the request fails with a 502.
+		s.dprobes.Hit(contract.ProbeDecodeRouteFailed)
+		req.dLive = false
+		s.toClient(req, "error 502", func() {
+			if usePrefill, _ := req.legs.DecodeAnswered(502); usePrefill {
+				return
+			}
+			s.onError(req, 502, "bootstrap route "+bootstrapAddr+": connection refused (prefill killed)")
+		})
 		return
 	}
 	if !s.routed {
@@ -420,6 +440,9 @@ func (s *run) abortRequest(req *request) {
 	s.tracef("client", "abort_request rid=%s room=%d tokens=%d", req.rid, req.room, req.got)
 	desc := s.describe("abort_request ", req.rid)
 	s.transmit(linkAbortPrefill+"#"+req.rid, &msg{kind: "http", room: req.room, desc: desc, deliver: func() {
+		if s.pDown {
+			return // refused: the request it names died with the process
+		}
 		s.p.OnAbortRequest(s.wall(), req.rid)
 		s.kick(&s.pSched)
 	}})

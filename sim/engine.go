@@ -105,7 +105,12 @@ func (s *run) stopped(kind, role string, rank, worker int) bool {
 // frozen reports whether role's process runs no step: stopped by a
 // fault window, or (decode) killed and not yet restarted.
 func (s *run) frozen(role string) bool {
-	return role == contract.SideDecode && s.dDown || s.stopped("", role, -1, -1)
+	return s.down(role) || s.stopped("", role, -1, -1)
+}
+
+// down reports whether role's process is killed and not yet restarted.
+func (s *run) down(role string) bool {
+	return role == contract.SideDecode && s.dDown || role == contract.SidePrefill && s.pDown
 }
 
 func (s *run) kickAll() {
@@ -137,7 +142,11 @@ func (s *run) prefillStep() {
 	now := s.wall()
 	s.prefillFinish(s.p.PopBootstrapped(now))
 	tokens := s.p.WaitingTokens()
+	inc := s.pInc
 	phase2 := func() {
+		if s.pInc != inc {
+			return // the process that ran the pass died
+		}
 		now := s.wall()
 		fin, fwd := s.p.Forward(now)
 		fin = append(fin, s.p.ProcessInflight(now)...)
@@ -270,7 +279,12 @@ func (s *run) workerStep(wk *worker) {
 		if d := s.cfg.KVWriteLatency / 2; d > 0 {
 			// Posted: the bytes land half-way through the write's time
 			// on the wire (EngineConfig.KVWriteLatency), as live.
-			s.after(d, wk.name, func() { s.sendChunk(wk) })
+			inc := s.pInc
+			s.after(d, wk.name, func() {
+				if s.pInc == inc {
+					s.sendChunk(wk)
+				}
+			})
 			return
 		}
 		s.sendChunk(wk)
@@ -287,7 +301,11 @@ func (s *run) sendChunk(wk *worker) {
 		back = name + "<"
 	}
 	kvLink := s.linkName(s.names.kv, c.Rank, contract.KVLink)
+	pinc := s.pInc
 	end := func(err error) {
+		if s.pInc != pinc {
+			return // the worker died with its process; its write's end reaches no one
+		}
 		s.tracef(wk.name, "end room=%d chunk=%d err=%v", c.Room, c.ID, err)
 		s.p.WorkerEnd(s.wall(), wk.rank, wk.w, err)
 		wk.state, wk.chunk = wIdle, nil
@@ -329,10 +347,10 @@ func (s *run) sendChunk(wk *worker) {
 			return
 		}
 		if s.frozen("decode") {
-			s.after(time.Millisecond, name, func() { s.redeliver(wk, name, back, end) })
+			s.after(time.Millisecond, name, func() { s.redeliver(wk, c, name, back, end) })
 			return
 		}
-		s.landChunk(wk, back, end)
+		s.landChunk(wk, c, back, end)
 	}, lost: func() {
 		// kv-chunks dropped it: the relay closed both connections, so
 		// the worker's wait for the write's completion fails.
@@ -341,21 +359,22 @@ func (s *run) sendChunk(wk *worker) {
 	}})
 }
 
-func (s *run) redeliver(wk *worker, name, back string, end func(error)) {
+func (s *run) redeliver(wk *worker, c *core.Chunk, name, back string, end func(error)) {
 	if s.dDown {
 		s.pprobes.Hit(contract.ProbePrefillKVReadFailed)
 		end(errors.New("read kv reply: connection reset (decode's process died)"))
 		return
 	}
 	if s.frozen("decode") {
-		s.after(time.Millisecond, name, func() { s.redeliver(wk, name, back, end) })
+		s.after(time.Millisecond, name, func() { s.redeliver(wk, c, name, back, end) })
 		return
 	}
-	s.landChunk(wk, back, end)
+	s.landChunk(wk, c, back, end)
 }
 
-func (s *run) landChunk(wk *worker, back string, end func(error)) {
-	c := wk.chunk
+// landChunk applies c, held by wk (or by its dead predecessor: bytes on
+// the wire still land), on decode.
+func (s *run) landChunk(wk *worker, c *core.Chunk, back string, end func(error)) {
 	now := s.wall()
 	// The name is checked before anything is written, as the live KV
 	// listener does (AdmitKV): a write addressed to a name decode retired
@@ -452,14 +471,31 @@ func (s *run) decodeOut() {
 // built when it is sent, so it names decode's current epoch towards the
 // prefill (a connection reset after a retirement registers the new name).
 func (s *run) sendControl(rank int, frames [][]byte) {
+	kind, room := s.controlKind(frames)
+	if s.pDown {
+		// The push pool cannot dial a dead prefill: the message is
+		// dropped, and the next one opens a new connection, hello first.
+		s.dprobes.Hit(contract.ProbeDecodeControlConnectFailed)
+		s.helloNeeded[rank] = true
+		s.tracef("net", "LOST %s %s: prefill's process is down", kind, s.framesDesc(frames))
+		return
+	}
 	if s.helloNeeded[rank] {
 		s.helloNeeded[rank] = false
 		s.sendControl(rank, s.d.Registration(rank, bootstrapAddr))
 	}
 	b := s.boot[rank]
-	kind, room := s.controlKind(frames)
 	m := &msg{kind: kind, room: room, desc: s.framesDesc(frames), frames: frames}
+	inc := s.pInc
 	m.deliver = func() {
+		if s.pDown || s.pInc != inc {
+			// Sent to a process that died on the way: the connection
+			// broke, so the next message opens a new one.
+			s.dprobes.Hit(contract.ProbeDecodeControlSendFailed)
+			s.helloNeeded[rank] = true
+			s.tracef("net", "LOST %s %s: prefill's process died", m.kind, m.desc)
+			return
+		}
 		b.frames = append(b.frames, m.frames) // as it arrived: a fault may have corrupted it
 		s.kick(&b.actor)
 	}
@@ -564,4 +600,66 @@ func (s *run) restartDecode() {
 	s.dDown = false
 	s.tracef("decode", "RESTARTED: incarnation %d", s.dInc)
 	s.kick(&s.dSched)
+}
+
+// --- prefill's process killed and restarted ---
+
+// killPrefill is SIGKILL of prefill's process: its scheduler, bootstrap
+// loops and workers stop and what they held is gone. The router's
+// requests to it fail without an answer (decode's legs go on, to their
+// KV or decode's deadlines), KV writes on the way still land but their
+// completions reach no one, control messages to it are lost, and decode's
+// heartbeat misses until it declares the prefill lost. The recorder keeps
+// the rooms it last read from the dead process.
+func (s *run) killPrefill() {
+	held, cleared := s.ph.Snapshot()
+	s.emit(check.Event{Type: check.EvRooms, Source: "sim/prefill", Rooms: &check.RoomsSnap{Role: contract.SidePrefill, Held: held, Cleared: len(cleared), Ended: cleared}})
+	s.pDown = true
+	s.pInc++
+	s.forwarding, s.pendingStep = false, false
+	for _, b := range s.boot {
+		b.frames = nil
+	}
+	for _, ws := range s.workers {
+		for _, wk := range ws {
+			wk.state, wk.chunk = wIdle, nil
+		}
+	}
+	rids := make([]string, 0, len(s.pwait))
+	for rid := range s.pwait {
+		rids = append(rids, rid)
+	}
+	slices.Sort(rids) // map order would break replay
+	s.tracef("prefill", "KILLED: %d requests cut", len(rids))
+	for _, rid := range rids {
+		req := s.pwait[rid]
+		delete(s.pwait, rid)
+		req.pLive = false
+		s.transmit(req.toP+"<", &msg{kind: "http", room: req.room, desc: s.describe("connection lost ", req.rid), deliver: func() {
+			req.legs.PrefillAnswered(0) // no answer: decode's leg goes on
+		}})
+	}
+}
+
+// restartPrefill brings prefill's process back on the same addresses: an
+// empty core that knows no decode until it registers again, which decode
+// does on its next connection.
+func (s *run) restartPrefill() {
+	if !s.pDown {
+		return
+	}
+	s.ph = core.NewHistory(1 << 30)
+	s.p = s.newPrefill()
+	s.pDown = false
+	s.restartsSeen = 0
+	for r := range s.helloNeeded {
+		s.helloNeeded[r] = true
+	}
+	for _, ws := range s.workers {
+		for _, wk := range ws {
+			wk.kvInc = s.dInc // its workers dial decode afresh
+		}
+	}
+	s.tracef("prefill", "RESTARTED: incarnation %d", s.pInc)
+	s.kickAll()
 }

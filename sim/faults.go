@@ -75,8 +75,8 @@ func (f Fault) validate() error {
 	switch {
 	case !slices.Contains(Modelled(), f.Kind):
 		return fmt.Errorf("fault kind %q is not simulated (simulated: %s)", f.Kind, strings.Join(Modelled(), ", "))
-	case f.Kind == "sigkill" && f.Role != "decode":
-		return fmt.Errorf("fault sigkill: role %q: only decode's process is killed in the simulator", f.Role)
+	case f.Kind == "sigkill" && f.Role != "decode" && f.Role != "prefill":
+		return fmt.Errorf("fault sigkill: role %q: only prefill's and decode's processes are killed in the simulator", f.Role)
 	case f.ForMin <= 0:
 		return fmt.Errorf("fault %s: for %v must be > 0", f.Kind, f.ForMin)
 	case f.Every > 0 && f.Every <= max(f.ForMin, f.ForMax):

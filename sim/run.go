@@ -67,6 +67,12 @@ type run struct {
 	// and not yet back. Work addressed to an older incarnation is lost.
 	dInc  int
 	dDown bool
+	// pInc and pDown are the same for prefill's process.
+	pInc  int
+	pDown bool
+	// killGen counts sigkill windows applied per role: a restart planned
+	// by one is void once another applied.
+	killGen map[string]int
 	// restartsSeen is prefill's DecodeRestarts when its workers last
 	// redialled decode.
 	restartsSeen int64
@@ -122,15 +128,14 @@ func Run(ctx context.Context, cfg Config, seed uint64, opts Options) (Result, er
 func newRun(cfg Config, seed uint64, opts Options) *run {
 	ec, reg, _ := cfg.Engine.Resolve() // validated
 	s := &run{world: newWorld(seed, cfg.Name, opts.Trace), seed: seed, cfg: ec, clients: cfg.Clients.withDefaults(), checks: cfg.Checks.withDefaults(),
-		links: map[string]*link{}, streams: map[string]*request{}, pwait: map[string]*request{},
+		links: map[string]*link{}, streams: map[string]*request{}, pwait: map[string]*request{}, killGen: map[string]int{},
 		ph: core.NewHistory(1 << 30), dh: core.NewHistory(1 << 30),
 		pprobes: &core.ProbeCounts{}, dprobes: &core.ProbeCounts{}, rprobes: &core.ProbeCounts{}}
 	s.wire, _ = core.NewDialect(ec.Wire)
-	s.p = core.NewPrefill(core.PrefillConfig{Ranks: ec.TP, Workers: ec.TransferWorkers, PageSize: ec.PageSize, ChunkPages: ec.ChunkPages,
-		BootstrapTimeout: ec.BootstrapTimeout, InflightTimeout: ec.InflightTimeout, Regressions: reg, Wire: ec.Wire, Probes: s.pprobes}, s.ph)
 	s.helloNeeded = make([]bool, ec.TP)
 	s.names = newLinkNames(ec.TP)
 	s.reg = reg
+	s.p = s.newPrefill()
 	s.d = s.newDecode()
 	s.pSched = actor{name: "prefill/sched", step: s.prefillStep}
 	s.dSched = actor{name: "decode/sched", step: s.decodeStep}
@@ -151,6 +156,13 @@ func newRun(cfg Config, seed uint64, opts Options) *run {
 		s.workers = append(s.workers, ws)
 	}
 	return s
+}
+
+// newPrefill is prefill's core, recording into s.ph: empty, as every
+// incarnation of the process starts.
+func (s *run) newPrefill() *core.Prefill {
+	return core.NewPrefill(core.PrefillConfig{Ranks: s.cfg.TP, Workers: s.cfg.TransferWorkers, PageSize: s.cfg.PageSize, ChunkPages: s.cfg.ChunkPages,
+		BootstrapTimeout: s.cfg.BootstrapTimeout, InflightTimeout: s.cfg.InflightTimeout, Regressions: s.reg, Wire: s.cfg.Wire, Probes: s.pprobes}, s.ph)
 }
 
 // newDecode is decode's core for incarnation s.dInc, recording into s.dh:
@@ -289,16 +301,42 @@ func (s *run) apply(wn *window) {
 	wn.active = true
 	s.tracef("faults", "APPLY %s window %d", wn.name(), wn.id)
 	s.interposed(wn)
-	if wn.f.Kind == "sigkill" && !s.dDown {
+	if wn.f.Kind == "sigkill" {
+		// Every kill window counts, even one that finds the process
+		// down already: a start-up restart planned before it must not
+		// bring the process back inside it.
+		s.killGen[wn.f.Role]++
+	}
+	if wn.f.Kind == "sigkill" && !s.down(wn.f.Role) {
 		wn.affected++
-		s.killDecode()
+		kill, restart := s.killDecode, s.restartDecode
+		if wn.f.Role == contract.SidePrefill {
+			kill, restart = s.killPrefill, s.restartPrefill
+		}
+		kill()
 		if wn.f.Restart {
 			// The live fault restarts the process at once and waits
 			// for it to answer: a start-up time, not the window.
-			s.after(s.between(300*time.Millisecond, time.Second), "faults", s.restartDecode)
+			gen := s.killGen[wn.f.Role]
+			s.after(s.between(300*time.Millisecond, time.Second), "faults", func() {
+				if s.killGen[wn.f.Role] == gen {
+					restart()
+				}
+			})
 		}
 	}
 	s.kickAll()
+}
+
+// killHeld reports whether a sigkill window of role other than wn is still
+// open: its process stays down until that one heals.
+func (s *run) killHeld(role string, wn *window) bool {
+	for _, o := range s.windows {
+		if o != wn && o.active && o.f.Kind == "sigkill" && o.f.Role == role {
+			return true
+		}
+	}
+	return false
 }
 
 // interposed models what putting a hop on a control link (or taking it
@@ -320,7 +358,11 @@ func (s *run) heal(wn *window) {
 	for len(wn.held) > 0 {
 		s.release(wn, wn.held[0])
 	}
-	if wn.f.Kind == "sigkill" && s.dDown {
+	switch {
+	case wn.f.Kind != "sigkill" || s.killHeld(wn.f.Role, wn):
+	case wn.f.Role == contract.SidePrefill:
+		s.restartPrefill()
+	default:
 		s.restartDecode()
 	}
 	s.interposed(wn)
@@ -382,6 +424,9 @@ func (s *run) scrape() {
 	ds.Counters[contract.MetricStrayChunks] = float64(s.d.StrayChunks)
 	if s.dDown {
 		ds = check.Scrape{Err: "connect: connection refused (decode killed)"}
+	}
+	if s.pDown {
+		ps = check.Scrape{Err: "connect: connection refused (prefill killed)"}
 	}
 	s.emit(check.Event{Type: check.EvScrape, Source: "sim/prefill", Scrape: &ps})
 	s.emit(check.Event{Type: check.EvScrape, Source: "sim/decode", Scrape: &ds})

@@ -109,9 +109,9 @@ func Swarm(cfg Config, seed uint64) (Config, string) {
 				Mode: [2]string{"garble", "truncate"}[r.IntN(2)]}, 200*time.Millisecond, 2*time.Second)
 		},
 		func() Fault {
-			// Once, as sigstop: decode crashes, restarted at once (a
-			// blip) or at the window's end.
-			f := timing(Fault{Kind: "sigkill", Role: "decode", Restart: r.IntN(2) == 0, Rank: -1, Worker: -1}, 300*time.Millisecond, 2*time.Second)
+			// Once, as sigstop: prefill or decode crashes, restarted at
+			// once (a blip) or at the window's end.
+			f := timing(Fault{Kind: "sigkill", Role: [2]string{"prefill", "decode"}[r.IntN(2)], Restart: r.IntN(2) == 0, Rank: -1, Worker: -1}, 300*time.Millisecond, 2*time.Second)
 			f.Every = 0
 			return f
 		},

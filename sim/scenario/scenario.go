@@ -96,8 +96,8 @@ func Config(sc *harness.Scenario) (sim.Config, []Skipped, error) {
 		case fs.Kind == "sigstop" && f.Role == "router":
 			skipped = append(skipped, Skipped{i, fs.Kind, "the simulated router cannot be stopped"})
 			continue
-		case fs.Kind == "sigkill" && f.Role != "decode":
-			skipped = append(skipped, Skipped{i, fs.Kind, "only decode's process is killed in the simulator"})
+		case fs.Kind == "sigkill" && f.Role != "decode" && f.Role != "prefill":
+			skipped = append(skipped, Skipped{i, fs.Kind, "only prefill's and decode's processes are killed in the simulator"})
 			continue
 		}
 		cfg.Faults = append(cfg.Faults, f)

@@ -90,9 +90,13 @@ func TestSkippedFaultsReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, sk, err := Config(sc); err != nil || len(sk) != 0 {
+		t.Fatalf("prefill-restart: skipped %v, err %v; want nothing skipped (prefill's process is killed in the simulator)", sk, err)
+	}
+	sc.Faults[0].Params["role"] = "router"
 	_, sk, err := Config(sc)
 	if err != nil || len(sk) != 1 || sk[0].Kind != "sigkill" {
-		t.Fatalf("prefill-restart: skipped %v, err %v; want the sigkill entry (only decode is killed in the simulator)", sk, err)
+		t.Fatalf("prefill-restart with the router killed: skipped %v, err %v; want the sigkill entry (the router's process is not killed in the simulator)", sk, err)
 	}
 }
 
