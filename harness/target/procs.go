@@ -22,8 +22,12 @@ import (
 
 // Procs is the bundled engine run as three role processes (`pdchaos
 // engine --role …`), so process faults (SIGSTOP, SIGKILL + restart) act on
-// real processes. A role restarts on the same addresses, as a supervisor
-// would restart it. Links are listed for information only; Interpose is
+// real processes. A role restarts on the addresses others reach it by, as
+// a supervisor would restart it: its HTTP (and prefill's bootstrap and
+// control) addresses. Decode's notify and KV sockets come back on fresh
+// ports, as a real SGLang decode's ZMQ PULL and Mooncake transfer endpoint
+// do: its registration announces them, so a restarted decode has a new
+// session_id and prefill's late writes for the dead process fail. Links are listed for information only; Interpose is
 // unsupported (the link table lives inside each process).
 type Procs struct {
 	bin   string
@@ -118,7 +122,8 @@ func engineArgs(cfg contract.EngineConfig) []string {
 }
 
 // roleArgs are the address flags of a role; on restart they pin the
-// addresses it had.
+// addresses it is reached by (decode's notify and KV sockets are left to
+// the new process: see Procs).
 func (t *Procs) roleArgs(role string) []string {
 	switch role {
 	case "prefill":
@@ -131,8 +136,7 @@ func (t *Procs) roleArgs(role string) []string {
 		if t.decode.HTTP == "" {
 			return []string{"--role=decode"}
 		}
-		return []string{"--role=decode", "--listen=" + t.decode.HTTP, "--notify-listen=" + strings.Join(t.decode.Notify, ","),
-			"--kv-listen=" + strings.Join(t.decode.KV, ",")}
+		return []string{"--role=decode", "--listen=" + t.decode.HTTP}
 	}
 	boot := t.prefill.Bootstrap
 	if t.routerBoot != "" {
@@ -268,7 +272,13 @@ func (t *Procs) Restart(ctx context.Context, role string) error {
 	}
 	var err error
 	for attempt := 0; attempt < 20; attempt++ { // the old listener may linger briefly
-		if _, err = t.start(ctx, role); err == nil {
+		var rl readyLine
+		if rl, err = t.start(ctx, role); err == nil {
+			if role == "decode" {
+				t.mu.Lock()
+				t.decode.Notify, t.decode.KV = rl.Decode.Notify, rl.Decode.KV // new sockets; its HTTP address stays
+				t.mu.Unlock()
+			}
 			return nil
 		}
 		if ctx.Err() != nil {
