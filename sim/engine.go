@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -559,12 +560,7 @@ func (s *run) killDecode() {
 	for _, n := range s.notify {
 		n.frames = nil
 	}
-	rids := make([]string, 0, len(s.streams))
-	for rid := range s.streams {
-		rids = append(rids, rid)
-	}
-	slices.Sort(rids) // map order would break replay
-	for _, rid := range rids {
+	for _, rid := range slices.Sorted(maps.Keys(s.streams)) { // map order would break replay
 		req := s.streams[rid]
 		delete(s.streams, rid)
 		req.dLive = false
@@ -625,13 +621,8 @@ func (s *run) killPrefill() {
 			wk.state, wk.chunk = wIdle, nil
 		}
 	}
-	rids := make([]string, 0, len(s.pwait))
-	for rid := range s.pwait {
-		rids = append(rids, rid)
-	}
-	slices.Sort(rids) // map order would break replay
-	s.tracef("prefill", "KILLED: %d requests cut", len(rids))
-	for _, rid := range rids {
+	s.tracef("prefill", "KILLED: %d requests cut", len(s.pwait))
+	for _, rid := range slices.Sorted(maps.Keys(s.pwait)) { // map order would break replay
 		req := s.pwait[rid]
 		delete(s.pwait, rid)
 		req.pLive = false
