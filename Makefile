@@ -71,11 +71,12 @@ seed-sweep: build
 ## and mutants.json and prints caught/missed/not reached by checker. PROBES=names or substrings, in order
 ## (e.g. PROBES=abort,ack LIMIT=10); MAX_RUNS presets per mutant (default 2). List them: make
 ## gate-mutants ARGS=--list. SIM=N screens the engine/core mutants in the simulator instead (N seeds of each
-## reaching preset, minutes instead of an hour; raise MAX_RUNS to try more presets)
+## reaching preset, in its own dialect and in Mooncake's, minutes instead of an hour; raise MAX_RUNS to try
+## more presets; SWARM=M adds M swarm seeds to each, as the gate runs 60)
 gate-mutants:
 	$(GO) run ./cmd/pdchaos-mutants --results $(RESULTS_DIR) --seed $(or $(SEED),1) \
 		--max-runs $(or $(MAX_RUNS),2) $(if $(PROBES),--probes $(PROBES)) $(if $(LIMIT),--limit $(LIMIT)) \
-		$(if $(COVERAGE),--coverage $(COVERAGE)) $(if $(SIM),--sim $(SIM)) $(ARGS)
+		$(if $(COVERAGE),--coverage $(COVERAGE)) $(if $(SIM),--sim $(SIM)) $(if $(SWARM),--sim-swarm $(SWARM)) $(ARGS)
 
 ## stress: the concurrent packages' tests COUNT times (default 3) under the race detector, shuffled,
 ## with a CPU burner per core (scripts/stress.sh): flaky tests show up here, not in CI

@@ -47,6 +47,7 @@ func run() int {
 		maxRuns  = flag.Int("max-runs", 2, "presets run per mutant at most (the one hitting its probe most, then the one where it is the largest share of hits, then by hits); stops at the first catch")
 		timeout  = flag.Duration("run-timeout", 4*time.Minute, "limit of one pdchaos run")
 		simSeeds = flag.Int("sim", 0, "screen in the deterministic simulator instead of live runs: each run explores this many seeds from --seed (engine/core mutants only; a catch is any failing seed)")
+		swarm    = flag.Int("sim-swarm", 0, "with --sim: add this many swarm seeds (pdchaos sim --swarm) to every simulated run, as the gate explores them")
 		render   = flag.String("render", "", "write mutants.md again from this mutants.json (into --results) and print its summary")
 	)
 	flag.Parse()
@@ -91,7 +92,11 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "pdchaos-mutants: no mutant matches --probes/--kinds")
 		return 3
 	}
-	opts := mutate.Options{Root: *root, Work: *work, Seed: *seed, MaxRuns: *maxRuns, RunTimeout: *timeout, Log: os.Stderr, SimSeeds: *simSeeds}
+	opts := mutate.Options{Root: *root, Work: *work, Seed: *seed, MaxRuns: *maxRuns, RunTimeout: *timeout, Log: os.Stderr, SimSeeds: *simSeeds, SimSwarmSeeds: *swarm}
+	if *swarm < 0 || (*swarm > 0 && *simSeeds == 0) {
+		fmt.Fprintf(os.Stderr, "pdchaos-mutants: --sim-swarm %d: want a seed count, with --sim\n", *swarm)
+		return 3
+	}
 	if *simSeeds < 0 {
 		fmt.Fprintf(os.Stderr, "pdchaos-mutants: --sim %d: want a seed count of 1 or more (0: live runs)\n", *simSeeds)
 		return 3

@@ -11,10 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pdchaos/pdchaos/contract"
 )
 
 // Verdict is what the gate's presets did to one mutant.
@@ -47,7 +50,11 @@ type Options struct {
 	// Seed is every run's seed; default 1.
 	Seed uint64
 	// Presets are the preset scenarios of the coverage run; default every
-	// suites/scenarios/*.yaml of Root.
+	// suites/scenarios/*.yaml of Root and, when screening in the simulator,
+	// each one again in Mooncake's dialect as "NAME@mooncake" unless it is
+	// in that dialect already: the gate explores every preset's simulated
+	// seeds in both, and some branches exist in one only. A preset given
+	// as "NAME@WIRE" runs with --wire WIRE.
 	Presets []string
 	// Coverage, when set, is a stored coverage (preset -> probe -> hits,
 	// as Run writes coverage.json) used instead of a coverage run.
@@ -69,6 +76,10 @@ type Options struct {
 	// when any seed fails. Only mutants of the code the simulator runs
 	// (Simulated) are evaluated; Run leaves the others out.
 	SimSeeds int
+	// SimSwarmSeeds, with SimSeeds, adds that many swarm seeds (`pdchaos
+	// sim PRESET --swarm`) from Seed to every simulated run, as the gate
+	// explores them; 0: none.
+	SimSwarmSeeds int
 }
 
 func (o *Options) defaults() error {
@@ -93,7 +104,22 @@ func (o *Options) defaults() error {
 			return fmt.Errorf("mutate: no preset scenarios under %s/suites/scenarios", o.Root)
 		}
 		for _, f := range files {
-			o.Presets = append(o.Presets, strings.TrimSuffix(filepath.Base(f), ".yaml"))
+			name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+			o.Presets = append(o.Presets, name)
+			if o.SimSeeds > 0 {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					return fmt.Errorf("mutate: read preset %s: %w", f, err)
+				}
+				if !presetWire.Match(b) {
+					o.Presets = append(o.Presets, name+"@"+string(contract.WireMooncake))
+				}
+			}
+		}
+	}
+	for _, p := range o.Presets {
+		if _, _, err := presetArgs(p); err != nil {
+			return err
 		}
 	}
 	if o.Work == "" {
@@ -360,7 +386,9 @@ func runPreset(ctx context.Context, opts Options, bin, dir, under, preset string
 	res := RunResult{Preset: preset, Dir: filepath.Join(under, preset)}
 	_ = os.MkdirAll(res.Dir, 0o755)
 	var out bytes.Buffer
-	res.ExitCode = runBinary(ctx, opts.RunTimeout, bin, dir, &out, "run", preset, "--seed", fmt.Sprint(opts.Seed), "--results", res.Dir)
+	name, wire, _ := presetArgs(preset) // checked by Options.defaults
+	args := append([]string{"run", name, "--seed", fmt.Sprint(opts.Seed), "--results", res.Dir}, wire...)
+	res.ExitCode = runBinary(ctx, opts.RunTimeout, bin, dir, &out, args...)
 	files, _ := filepath.Glob(filepath.Join(res.Dir, "*", "result.json"))
 	var rf resultFile
 	b, rerr := os.ReadFile(firstOr(files))
@@ -419,6 +447,22 @@ func tail(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+// presetWire finds a preset file's own Mooncake dialect (engine.wire).
+var presetWire = regexp.MustCompile(`(?m)^\s+wire:\s*"?` + string(contract.WireMooncake) + `"?\s*$`)
+
+// presetArgs splits a preset as Options.Presets names it ("NAME" or
+// "NAME@WIRE") into the scenario and the flags that select its dialect.
+func presetArgs(preset string) (name string, args []string, err error) {
+	name, wire, ok := strings.Cut(preset, "@")
+	if !ok {
+		return preset, nil, nil
+	}
+	if name == "" || !slices.Contains(contract.Wires(), contract.Wire(wire)) {
+		return "", nil, fmt.Errorf("mutate: preset %q: want NAME or NAME@WIRE with WIRE one of %v", preset, contract.Wires())
+	}
+	return name, []string{"--wire", wire}, nil
 }
 
 func safe(id string) string {

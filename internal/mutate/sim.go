@@ -71,30 +71,52 @@ func (s simOutput) checkers() []string {
 	return out
 }
 
-// runSim runs `bin sim preset --seeds from..from+N-1 --probes` in the copy.
+// runSim runs `bin sim preset --seeds from..from+N-1 --probes` in the copy,
+// and as many swarm seeds again with --swarm when opts asks for them.
 // Hits counts the seeds that hit any of probes (a seed hitting two is
 // counted twice: enough to tell reached from not).
 func runSim(ctx context.Context, opts Options, bin, dir, preset string, probes []string) RunResult {
 	res := RunResult{Preset: preset}
-	seeds := fmt.Sprintf("%d..%d", opts.Seed, opts.Seed+uint64(opts.SimSeeds)-1)
-	var out bytes.Buffer
-	res.ExitCode = runBinary(ctx, opts.RunTimeout, bin, dir, &out, "sim", preset, "--seeds", seeds, "--probes")
-	s, ok := parseSim(out.Bytes())
-	if !ok {
-		// No summary: the simulated engine panicked (or sim refused).
-		res.Crashed = true
-		res.Output = tail(out.String(), 2000)
-		return res
+	name, wire, _ := presetArgs(preset) // checked by Options.defaults
+	passes := []struct {
+		n     int
+		extra []string
+	}{{opts.SimSeeds, nil}, {opts.SimSwarmSeeds, []string{"--swarm"}}}
+	var all simOutput
+	all.failed, all.probes = map[string]int{}, map[string]int64{}
+	for _, pass := range passes {
+		if pass.n <= 0 {
+			continue
+		}
+		seeds := fmt.Sprintf("%d..%d", opts.Seed, opts.Seed+uint64(pass.n)-1)
+		var out bytes.Buffer
+		args := append(append([]string{"sim", name, "--seeds", seeds, "--probes"}, wire...), pass.extra...)
+		code := runBinary(ctx, opts.RunTimeout, bin, dir, &out, args...)
+		s, ok := parseSim(out.Bytes())
+		if !ok {
+			// No summary: the simulated engine panicked (or sim refused).
+			res.ExitCode, res.Crashed = code, true
+			res.Output = tail(out.String(), 2000)
+			return res
+		}
+		all.seeds += s.seeds
+		all.failing += s.failing
+		for c, n := range s.failed {
+			all.failed[c] += n
+		}
+		for p, n := range s.probes {
+			all.probes[p] += n
+		}
 	}
-	res.Probes = s.probes
-	res.Failed = s.checkers()
+	res.Probes = all.probes
+	res.Failed = all.checkers()
 	res.NotPassed = res.Failed
-	if s.failing > 0 {
+	if all.failing > 0 {
 		res.ExitCode = 1
-		res.FirstFailure = fmt.Sprintf("%d of %d seeds failed", s.failing, s.seeds)
+		res.FirstFailure = fmt.Sprintf("%d of %d seeds failed", all.failing, all.seeds)
 	}
 	for _, p := range probes {
-		res.Hits += s.probes[p]
+		res.Hits += all.probes[p]
 	}
 	return res
 }

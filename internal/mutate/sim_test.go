@@ -1,7 +1,10 @@
 package mutate
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +42,53 @@ func TestSimulated(t *testing.T) {
 	t.Parallel()
 	if !Simulated(Mutant{File: "engine/core/prefill.go"}) || Simulated(Mutant{File: "engine/prefill.go"}) {
 		t.Error("Simulated: want engine/core files only")
+	}
+}
+
+// The simulator's screen covers each preset in both dialects, as the gate
+// explores them: Mooncake-only branches (its Success status over ZMQ, the
+// restart fence) are reached only there.
+func TestSimPresetsBothDialects(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dir := filepath.Join(root, "suites", "scenarios")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"abort-storm.yaml":     "name: abort-storm\nengine:\n  tp: 2\n",
+		"prefill-lost-mc.yaml": "name: prefill-lost-mc\nengine:\n  wire: mooncake\n",
+		"quoted-mooncake.yaml": "name: quoted-mooncake\nengine:\n  wire: \"mooncake\"\n",
+		"nixl-explicitly.yaml": "name: nixl-explicitly\nengine:\n  wire: nixl\n",
+	}
+	for f, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sim := Options{Root: root, Work: t.TempDir(), SimSeeds: 10}
+	if err := sim.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"abort-storm", "abort-storm@mooncake", "nixl-explicitly", "nixl-explicitly@mooncake", "prefill-lost-mc", "quoted-mooncake"}
+	if !slices.Equal(sim.Presets, want) {
+		t.Errorf("simulated presets %v; want %v", sim.Presets, want)
+	}
+	live := Options{Root: root, Work: t.TempDir()}
+	if err := live.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	if len(live.Presets) != 4 {
+		t.Errorf("live presets %v; want the four files as they are (the gate runs them live in their own dialect)", live.Presets)
+	}
+	for _, bad := range []string{"abort-storm@", "@mooncake", "abort-storm@mooncak"} {
+		o := Options{Root: root, Work: t.TempDir(), Presets: []string{bad}}
+		if err := o.defaults(); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("preset %q: error %v; want one naming it", bad, err)
+		}
+	}
+	name, args, err := presetArgs("kv-link-faults@mooncake")
+	if err != nil || name != "kv-link-faults" || !slices.Equal(args, []string{"--wire", "mooncake"}) {
+		t.Errorf("presetArgs: %q %v %v; want kv-link-faults with --wire mooncake", name, args, err)
 	}
 }
