@@ -336,63 +336,81 @@ func (s *run) sendChunk(wk *worker) {
 			return
 		}
 	}
+	s.postKV(wk, "chunk", c, name, back, end)
+}
+
+// postKV sends one KV message of wk's (kind "chunk", or "aux": the
+// completion notice after a room's last chunk, a message of its own as
+// live, so decode can end the room between the two) and ends the
+// worker's step on decode's reply.
+func (s *run) postKV(wk *worker, kind string, c *core.Chunk, name, back string, end func(error)) {
 	desc := ""
 	if s.trace != nil {
 		desc = fmt.Sprintf("room=%d chunk=%d", c.Room, c.ID)
 	}
 	inc := s.dInc
-	s.transmit(name, &msg{kind: "chunk", room: c.Room, desc: desc, deliver: func() {
+	s.transmit(name, &msg{kind: kind, room: c.Room, desc: desc, deliver: func() {
 		if s.dInc != inc {
 			s.pprobes.Hit(contract.ProbePrefillKVReadFailed)
 			s.after(s.baseLatency(), wk.name, func() { end(errors.New("read kv reply: connection reset (decode's process died)")) })
 			return
 		}
 		if s.frozen("decode") {
-			s.after(time.Millisecond, name, func() { s.redeliver(wk, c, name, back, end) })
+			s.after(time.Millisecond, name, func() { s.redeliver(wk, kind, c, name, back, end) })
 			return
 		}
-		s.landChunk(wk, c, back, end)
+		s.landKV(wk, kind, c, name, back, end)
 	}, lost: func() {
-		// kv-chunks dropped it: the relay closed both connections, so
-		// the worker's wait for the write's completion fails.
+		// kv-chunks dropped it, or a link fault cut it: the relay closed
+		// both connections, so the worker's wait for the completion fails.
 		s.pprobes.Hit(contract.ProbePrefillKVReadFailed)
-		s.after(s.baseLatency(), wk.name, func() { end(errors.New("read kv reply: connection closed (chunk dropped)")) })
+		s.after(s.baseLatency(), wk.name, func() { end(fmt.Errorf("read kv reply: connection closed (%s lost)", kind)) })
 	}})
 }
 
-func (s *run) redeliver(wk *worker, c *core.Chunk, name, back string, end func(error)) {
+func (s *run) redeliver(wk *worker, kind string, c *core.Chunk, name, back string, end func(error)) {
 	if s.dDown {
 		s.pprobes.Hit(contract.ProbePrefillKVReadFailed)
 		end(errors.New("read kv reply: connection reset (decode's process died)"))
 		return
 	}
 	if s.frozen("decode") {
-		s.after(time.Millisecond, name, func() { s.redeliver(wk, c, name, back, end) })
+		s.after(time.Millisecond, name, func() { s.redeliver(wk, kind, c, name, back, end) })
 		return
 	}
-	s.landChunk(wk, c, back, end)
+	s.landKV(wk, kind, c, name, back, end)
 }
 
-// landChunk applies c, held by wk (or by its dead predecessor: bytes on
-// the wire still land), on decode.
-func (s *run) landChunk(wk *worker, c *core.Chunk, back string, end func(error)) {
+// landKV applies a chunk or an aux notice of c's, held by wk (or by its
+// dead predecessor: bytes on the wire still land), on decode. After an
+// accepted last chunk its aux notice follows on the same connection.
+func (s *run) landKV(wk *worker, kind string, c *core.Chunk, name, back string, end func(error)) {
 	now := s.wall()
 	// The name is checked before anything is written, as the live KV
 	// listener does (AdmitKV): a write addressed to a name decode retired
-	// or never gave out is refused, and counted there. The aux notice
-	// after the last chunk is a KV message of its own, checked again.
-	active := s.d.AdmitKV(now, c.Rank, c.Room, c.ID, c.Agent) &&
-		s.d.OnChunk(now, c.Rank, c.Room, c.ID, c.Last, c.Pages, c.First, c.Payload) &&
-		(!c.Last || (s.d.AdmitKV(now, c.Rank, c.Room, c.ID, c.Agent) && s.d.OnAux(now, c.Rank, c.Room)))
+	// or never gave out is refused, and counted there.
+	active := s.d.AdmitKV(now, c.Rank, c.Room, c.ID, c.Agent)
+	if active && kind == "aux" {
+		active = s.d.OnAux(now, c.Rank, c.Room)
+	} else if active {
+		active = s.d.OnChunk(now, c.Rank, c.Room, c.ID, c.Last, c.Pages, c.First, c.Payload)
+	}
 	var err error
 	if !active {
 		s.pprobes.Hit(contract.ProbePrefillChunkRefused)
 		err = errors.New("decode reports the room inactive")
 	}
 	s.kick(&s.dSched)
+	pinc := s.pInc
 	s.put(s.link(back), &msg{kind: "kv-reply", room: c.Room, deliver: func() {
+		if err == nil && kind == "chunk" && c.Last {
+			if s.pInc == pinc {
+				s.postKV(wk, "aux", c, name, back, end)
+			}
+			return
+		}
 		if rest := s.cfg.KVWriteLatency - s.cfg.KVWriteLatency/2; rest > 0 {
-			s.after(rest, wk.name, func() { end(err) }) // the completion comes back at the end
+			s.after(rest, wk.name, func() { end(err) }) // the write's completion comes back at the end
 			return
 		}
 		end(err)
