@@ -22,28 +22,22 @@ import (
 // the list shrinks as presets are added.
 func unreachableInGate() map[string]string {
 	const (
-		noCorruptFrame = "corrupt-control-messages corrupts TransferInfo, ABORTs and notices, never a registration or a frame the parser still reads"
-		someSeeds      = "a race the presets reach in some seeds only"
-		runtimeNever   = "the runtime never takes this core branch: its loop stops at the first failure, as the upstream thread did"
+		runtimeNever = "the runtime never takes this core branch: its loop stops at the first failure, as the upstream thread did"
 	)
 	return map[string]string{
-		"prefill/malformed-kills-loop":   "bootstrap-thread-death's preset (abort-storm) corrupts nothing: its loop dies on an ABORT",
-		"prefill/metadata-unknown-agent": noCorruptFrame + "; registrations always precede TransferInfo on a connection",
-		"decode/status-not-failed":       "prefill only ever sends Failed statuses",
-		"decode/chunk-overruns-pages":    "needs a TransferInfo with fewer pages than the prompt; no fault rewrites frames",
-		"decode/chunk-wrong-stage":       "needs a duplicated KV write after commit; no preset duplicates KV chunks",
-		"prefill/route-unknown-rank":     "needs a decode whose TP size differs from prefill's; presets run both at one size",
-		"prefill/orphan-status-swept":    "defensive backstop: every ordering that opens a room without a request also leaves its TransferInfo, swept first",
-		"prefill/orphan-info-swept":      "defensive backstop: the orderings the presets reach that leave decode's TransferInfo without a request now end it at once (prefill/metadata-after-failure when the client's abort reached prefill first, prefill/abort-orphan-cleared on decode's ABORT); needs a prefill that never gets the request decode registered for",
-		"prefill/no-transfer-info":       "needs an absent room that reads WaitingForInput on one rank while another forwards (unknown-room-waiting at TP>1)",
-		"prefill/loop-dead":              runtimeNever,
-		"decode/scheduler-hung":          runtimeNever,
-		"decode/status-unexpected":       "only a regression that loosens decode's status table, in an ordering its preset reaches in some seeds only",
-		"router/bad-event":               "decode always streams JSON events",
-		"decode/aux-inactive-room":       someSeeds + ": decode must abort between a room's last chunk and its completion notice",
-		"decode/kv-reply-failed":         "decode's one-byte completion fails only on a reset that lands while it applies a chunk: prefill keeps one message outstanding per KV connection, so no fault sends data (reset-peer's trigger) then, and a cut reaches decode as a FIN, after which its one reply still goes out",
-		"decode/kv-wrong-rank":           "prefill rank r always sends to decode rank r",
-		"decode/abort-unknown-rid":       someSeeds + ": a client must go away after decode generated its last token, before the answer was written",
+		"prefill/malformed-kills-loop": "bootstrap-thread-death's preset (abort-storm) corrupts nothing: its loop dies on an ABORT",
+		"decode/status-not-failed":     "prefill only ever sends Failed statuses",
+		"decode/chunk-overruns-pages":  "needs a TransferInfo with fewer pages than the prompt; no fault rewrites frames",
+		"decode/chunk-wrong-stage":     "needs a duplicated KV write after commit; no preset duplicates KV chunks",
+		"prefill/route-unknown-rank":   "needs a decode whose TP size differs from prefill's; presets run both at one size",
+		"prefill/orphan-status-swept":  "defensive backstop: every ordering that opens a room without a request also leaves its TransferInfo, swept first",
+		"prefill/no-transfer-info":     "needs an absent room that reads WaitingForInput on one rank while another forwards (unknown-room-waiting at TP>1)",
+		"prefill/loop-dead":            runtimeNever,
+		"decode/scheduler-hung":        runtimeNever,
+		"decode/status-unexpected":     "only a regression that loosens decode's status table, in an ordering its preset reaches in some seeds only",
+		"router/bad-event":             "decode always streams JSON events",
+		"decode/kv-reply-failed":       "decode's one-byte completion fails only on a reset that lands while it applies a chunk: prefill keeps one message outstanding per KV connection, so no fault sends data (reset-peer's trigger) then, and a cut reaches decode as a FIN, after which its one reply still goes out",
+		"decode/kv-wrong-rank":         "prefill rank r always sends to decode rank r",
 	}
 }
 

@@ -25,18 +25,52 @@ import (
 // of them. PDCHAOS_GATE_SIM_SEEDS overrides it (0 skips these specs).
 const defaultSimSeeds = 100
 
-// simSeeds reads PDCHAOS_GATE_SIM_SEEDS; a value that is no count fails
-// the spec rather than quietly running the default.
-func simSeeds() (int, error) {
-	s := os.Getenv("PDCHAOS_GATE_SIM_SEEDS")
+// defaultSwarmSeeds is how many swarm seeds of each preset the gate
+// explores: each seed also draws which fault kinds, cancel policies and
+// kills are on (sim.Swarm), so combinations no preset names are tried
+// too, as a bug nobody named may need two faults at once.
+// PDCHAOS_GATE_SIM_SWARM_SEEDS overrides it (0 skips these specs).
+const defaultSwarmSeeds = 60
+
+// seedCount reads a seed count from env (def when unset); a value that is
+// no count fails the spec rather than quietly running the default.
+func seedCount(env string, def int) (int, error) {
+	s := os.Getenv(env)
 	if s == "" {
-		return defaultSimSeeds, nil
+		return def, nil
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("PDCHAOS_GATE_SIM_SEEDS=%q: want a seed count (0 skips the simulated presets)", s)
+		return 0, fmt.Errorf("%s=%q: want a seed count (0 skips these simulated specs)", env, s)
 	}
 	return n, nil
+}
+
+// simMode is how simulatedPresets runs every preset: in a dialect other
+// than its own (wire), or with swarm-drawn faults.
+type simMode struct {
+	wire  contract.Wire
+	swarm bool
+}
+
+// simModes are the ways the gate runs every preset in the simulator.
+var simModes = []simMode{{}, {wire: contract.WireMooncake}, {swarm: true}}
+
+// key names preset name's spec in this mode, with the flags that replay
+// its seeds; false when the mode does not run it (a preset in the mode's
+// dialect already is left to the plain specs).
+func (m simMode) key(name string) (key, replay string, ok bool) {
+	key = name
+	if m.wire != "" {
+		if loadPreset(name).Engine.Wire == m.wire {
+			return "", "", false
+		}
+		key, replay = name+" in "+string(m.wire), " --wire "+string(m.wire)
+	}
+	if m.swarm {
+		key, replay = name+" with swarm-drawn faults", replay+" --swarm"
+	}
+	return key, replay, true
 }
 
 // simulatedPresets declares one spec per preset that explores its
@@ -46,24 +80,25 @@ func simSeeds() (int, error) {
 // preset in that dialect (those already in it are left to the plain
 // specs): real deployments run either, and some branches exist in one
 // only (Mooncake's Success status over ZMQ, its unfenced KV writes).
-func simulatedPresets(v labels.Vocabulary, cov *probeCoverage, wire contract.Wire) {
+func simulatedPresets(v labels.Vocabulary, cov *probeCoverage, mode simMode) {
 	for _, name := range presetNames() {
-		key, replay := name, ""
-		if wire != "" {
-			if loadPreset(name).Engine.Wire == wire {
-				continue
-			}
-			key, replay = name+" in "+string(wire), " --wire "+string(wire)
+		key, replay, ok := mode.key(name)
+		if !ok {
+			continue
+		}
+		env, def := "PDCHAOS_GATE_SIM_SEEDS", defaultSimSeeds
+		if mode.swarm {
+			env, def = "PDCHAOS_GATE_SIM_SWARM_SEEDS", defaultSwarmSeeds
 		}
 		It(key, v.Label(scenarioLabels(name)...), func(ctx SpecContext) {
-			n, err := simSeeds()
+			n, err := seedCount(env, def)
 			Expect(err).NotTo(HaveOccurred())
 			if n == 0 {
-				Skip("PDCHAOS_GATE_SIM_SEEDS=0")
+				Skip(env + "=0")
 			}
 			sc := loadPreset(name)
-			if wire != "" {
-				sc.Engine.Wire = wire
+			if mode.wire != "" {
+				sc.Engine.Wire = mode.wire
 			}
 			cfg, skipped, err := simscenario.Config(sc)
 			Expect(err).NotTo(HaveOccurred(), "preset %s in the simulator", name)
@@ -75,7 +110,7 @@ func simulatedPresets(v labels.Vocabulary, cov *probeCoverage, wire contract.Wir
 				AddReportEntry("not_simulated", strings.Join(what, "; "))
 			}
 			start := time.Now()
-			sum, err := sim.Explore(ctx, cfg, 1, uint64(n), sim.ExploreOptions{Workers: runtime.NumCPU()})
+			sum, err := sim.Explore(ctx, cfg, 1, uint64(n), sim.ExploreOptions{Workers: runtime.NumCPU(), Swarm: mode.swarm})
 			Expect(err).NotTo(HaveOccurred())
 			cov.addSim(simKey(key), sum.ProbeSeeds)
 			AddReportEntry("sim", fmt.Sprintf("%d seeds, %d failing, %d simulated requests in %s", sum.Seeds, len(sum.Failing), sum.Requests, time.Since(start).Round(time.Millisecond)))
@@ -105,7 +140,7 @@ func simulatedRegressions(v labels.Vocabulary, cov *probeCoverage) {
 		c := r.Caught
 		ls := append(scenarioLabels(c.Scenario), labels.Regression(r.Name))
 		It(fmt.Sprintf("%s found by %s (%s)", r.Name, c.Scenario, c.Checker), v.Label(ls...), func(ctx SpecContext) {
-			n, err := simSeeds()
+			n, err := seedCount("PDCHAOS_GATE_SIM_SEEDS", defaultSimSeeds)
 			Expect(err).NotTo(HaveOccurred())
 			if n == 0 {
 				Skip("PDCHAOS_GATE_SIM_SEEDS=0")
