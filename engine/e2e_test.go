@@ -31,7 +31,13 @@ func prompt(i int) []model.Message {
 
 func TestConcurrentRequestsAllCorrect(t *testing.T) {
 	testkit.NoLeaks(t)
-	c := testcluster.Start(t, contract.EngineConfig{})
+	// Every answer must be exact; none may end on a deadline. 200 requests
+	// at once queue behind each other's prefill, which on a loaded 2-core
+	// box under the race detector took longer than the 10 s defaults
+	// (decode's "timed out waiting for kv transfer"): the deadlines here
+	// are far past any queueing, so only a lost room would reach them.
+	long := 2 * time.Minute
+	c := testcluster.Start(t, contract.EngineConfig{BootstrapTimeout: long, InflightTimeout: long, WaitingTimeout: long})
 	const n = 200
 	var wg sync.WaitGroup
 	errs := make(chan error, n)

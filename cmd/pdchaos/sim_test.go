@@ -26,8 +26,10 @@ func TestSimCommand(t *testing.T) {
 	}
 	// --wire runs a preset in the other dialect, and a failing seed's
 	// replay command keeps it.
-	code, out = execute(t, "sim", desync, "--seeds", "1", "--wire", "mooncake", "--checker", "liveness")
-	if code != exitViolation || !strings.Contains(out, "--seed 1 --trace --wire mooncake") {
+	// (The repro was shrunk in its own dialect: in Mooncake's, some of
+	// its first seeds fail.)
+	code, out = execute(t, "sim", desync, "--seeds", "1..5", "--wire", "mooncake", "--checker", "liveness")
+	if code != exitViolation || !strings.Contains(out, " --trace --wire mooncake") {
 		t.Fatalf("--wire mooncake: exit %d, output:\n%s", code, out)
 	}
 	min := filepath.Join(t.TempDir(), "min.yaml")

@@ -16,8 +16,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/pdchaos/pdchaos/contract"
 )
 
 // Verdict is what the gate's presets did to one mutant.
@@ -112,7 +110,7 @@ func (o *Options) defaults() error {
 					return fmt.Errorf("mutate: read preset %s: %w", f, err)
 				}
 				if !presetWire.Match(b) {
-					o.Presets = append(o.Presets, name+"@"+string(contract.WireMooncake))
+					o.Presets = append(o.Presets, name+"@"+wireMooncake)
 				}
 			}
 		}
@@ -449,8 +447,15 @@ func tail(s string, n int) string {
 	return s[len(s)-n:]
 }
 
+// Wires are the dialects `pdchaos run` and `pdchaos sim` take with
+// --wire (contract.Wires, which this package may not import: a test of
+// cmd/pdchaos-mutants keeps the two equal).
+var Wires = []string{"nixl", wireMooncake}
+
+const wireMooncake = "mooncake"
+
 // presetWire finds a preset file's own Mooncake dialect (engine.wire).
-var presetWire = regexp.MustCompile(`(?m)^\s+wire:\s*"?` + string(contract.WireMooncake) + `"?\s*$`)
+var presetWire = regexp.MustCompile(`(?m)^\s+wire:\s*"?` + wireMooncake + `"?\s*$`)
 
 // presetArgs splits a preset as Options.Presets names it ("NAME" or
 // "NAME@WIRE") into the scenario and the flags that select its dialect.
@@ -459,8 +464,8 @@ func presetArgs(preset string) (name string, args []string, err error) {
 	if !ok {
 		return preset, nil, nil
 	}
-	if name == "" || !slices.Contains(contract.Wires(), contract.Wire(wire)) {
-		return "", nil, fmt.Errorf("mutate: preset %q: want NAME or NAME@WIRE with WIRE one of %v", preset, contract.Wires())
+	if name == "" || !slices.Contains(Wires, wire) {
+		return "", nil, fmt.Errorf("mutate: preset %q: want NAME or NAME@WIRE with WIRE one of %v", preset, Wires)
 	}
 	return name, []string{"--wire", wire}, nil
 }
