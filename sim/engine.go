@@ -204,10 +204,20 @@ func (s *run) prefillOut() {
 		n := s.notify[rank-notifyBase]
 		frames := o.Frames
 		kind, room := s.noticeKind(frames)
+		if s.dDown {
+			// Prefill's push pool cannot dial a dead decode: the notice
+			// is dropped, as live.
+			s.pprobes.Hit(contract.ProbePrefillNoticeConnectFailed)
+			s.tracef("net", "LOST %s %s: decode's process is down", kind, s.framesDesc(frames))
+			continue
+		}
 		m := &msg{kind: kind, room: room, desc: s.framesDesc(frames), frames: frames}
 		inc := s.dInc
 		m.deliver = func() {
 			if s.dDown || s.dInc != inc {
+				// Sent to a process that died on the way: the connection
+				// broke under it.
+				s.pprobes.Hit(contract.ProbePrefillNoticeSendFailed)
 				s.tracef("net", "LOST %s %s: decode's process died", m.kind, m.desc)
 				return
 			}
