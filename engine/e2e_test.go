@@ -41,12 +41,14 @@ func TestConcurrentRequestsAllCorrect(t *testing.T) {
 	const n = 200
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
+	failed := make(chan uint64, n)
 	for i := range n {
 		wg.Go(func() {
 			msgs := prompt(i)
 			r := testkit.Chat(t.Context(), c.Endpoint(), msgs, 12)
 			if r.Err != nil {
 				errs <- fmt.Errorf("request %d: %w", i, r.Err)
+				failed <- r.Room
 				return
 			}
 			if want := model.ExpectedChat(msgs, 12); r.Text != want {
@@ -56,10 +58,52 @@ func TestConcurrentRequestsAllCorrect(t *testing.T) {
 	}
 	wg.Wait()
 	close(errs)
+	close(failed)
 	for err := range errs {
 		t.Error(err)
 	}
+	if t.Failed() {
+		logRoomHistories(t, c.EngineURLs(), failed)
+	}
 	testkit.Eventually(t, 10*time.Second, func() error { return testkit.Drained(t.Context(), c) })
+}
+
+// logRoomHistories logs the first few failed rooms' histories on every
+// engine and the probes hit there: a room lost under load (a deadline
+// fired long after any queueing) is a bug to chase, and these are its
+// evidence.
+func logRoomHistories(t *testing.T, engines []string, rooms <-chan uint64) {
+	t.Helper()
+	k := 0
+	for room := range rooms {
+		if k++; k > 3 {
+			break
+		}
+		for _, base := range engines {
+			rec, held, err := testkit.RoomOn(t.Context(), base, room)
+			if err != nil {
+				t.Logf("room %d on %s: %v", room, base, err)
+				continue
+			}
+			t.Logf("room %d on %s (%s, held %v):", room, base, rec.Side, held)
+			for _, ev := range rec.Events {
+				t.Logf("  %s rank %d %s %s %s", ev.At.Format("15:04:05.000"), ev.Rank, ev.Kind, ev.State, ev.Detail)
+			}
+		}
+	}
+	for _, base := range engines {
+		pr, err := testkit.Probes(t.Context(), base)
+		if err != nil {
+			continue
+		}
+		var hit []string
+		for _, p := range pr.Probes {
+			if p.Hits > 0 {
+				hit = append(hit, fmt.Sprintf("%s=%d", p.Name, p.Hits))
+			}
+		}
+		t.Logf("probes hit on %s (%s): %s", base, pr.Role, strings.Join(hit, " "))
+	}
 }
 
 // streamThenCancel starts a streamed chat, reads until it has seen
