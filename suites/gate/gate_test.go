@@ -134,17 +134,11 @@ var _ = Describe("pre-release gate", Serial, func() {
 		}
 	})
 
-	Describe("presets pass in the simulator on the fixed engine", func() {
-		simulatedPresets(v, cov, simModes[0])
-	})
-
-	Describe("presets pass in the simulator in Mooncake's dialect", func() {
-		simulatedPresets(v, cov, simModes[1])
-	})
-
-	Describe("presets pass in the simulator with swarm-drawn faults", func() {
-		simulatedPresets(v, cov, simModes[2])
-	})
+	for _, m := range simModes {
+		Describe(m.title, func() {
+			simulatedPresets(v, cov, m)
+		})
+	}
 
 	Describe("the simulator finds every regression", func() {
 		simulatedRegressions(v, cov)

@@ -49,12 +49,17 @@ func seedCount(env string, def int) (int, error) {
 // simMode is how simulatedPresets runs every preset: in a dialect other
 // than its own (wire), or with swarm-drawn faults.
 type simMode struct {
+	title string // the specs' container
 	wire  contract.Wire
 	swarm bool
 }
 
 // simModes are the ways the gate runs every preset in the simulator.
-var simModes = []simMode{{}, {wire: contract.WireMooncake}, {swarm: true}}
+var simModes = []simMode{
+	{title: "presets pass in the simulator on the fixed engine"},
+	{title: "presets pass in the simulator in Mooncake's dialect", wire: contract.WireMooncake},
+	{title: "presets pass in the simulator with swarm-drawn faults", swarm: true},
+}
 
 // key names preset name's spec in this mode, with the flags that replay
 // its seeds; false when the mode does not run it (a preset in the mode's
