@@ -2,6 +2,7 @@ package core
 
 import (
 	"testing"
+	"time"
 )
 
 // Bugs the scripted driver found in the fixed core, each kept as a test
@@ -88,4 +89,39 @@ func TestHistoryNoteOnlyRecordsRetire(t *testing.T) {
 		}
 	}
 	r.checkClean()
+}
+
+// The cleared list keeps exactly the last Keep rooms, oldest first, and
+// forgets the rest (Known, late notes) however many rooms go through it.
+func TestHistoryKeepsLastClearedRooms(t *testing.T) {
+	t.Parallel()
+	const keep = 5
+	h := NewHistory(keep)
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	const total = 3*keep + 2 // past two compactions of the dead prefix
+	for room := uint64(1); room <= total; room++ {
+		h.Add(now, room, "decode", 0, "status", Bootstrapping, "created")
+		h.Clear(now, room, "decode", 0, Success, "done")
+		_, cleared := h.Snapshot()
+		want := min(int(room), keep)
+		if len(cleared) != want {
+			t.Fatalf("after %d rooms: %d cleared kept, want %d", room, len(cleared), want)
+		}
+		for i, rec := range cleared {
+			if w := room - uint64(len(cleared)-1-i); rec.Room != w {
+				t.Fatalf("after %d rooms: cleared[%d] is room %d, want %d", room, i, rec.Room, w)
+			}
+		}
+	}
+	for room := uint64(1); room <= total; room++ {
+		if want := room > total-keep; h.Known(room) != want {
+			t.Errorf("Known(%d) = %v, want %v", room, !want, want)
+		}
+	}
+	if h.NoteEnded(now, 1, "decode", 0, "ack", "late") {
+		t.Error("a late note attached to room 1, which was forgotten")
+	}
+	if !h.NoteEnded(now, total, "decode", 0, "ack", "late") {
+		t.Errorf("a late note did not attach to room %d, which is kept", total)
+	}
 }

@@ -14,7 +14,11 @@ type History struct {
 	Keep      int
 	MaxEvents int
 	rooms     map[uint64]*contract.RoomRecord
+	// cleared[head:] are the kept cleared records, oldest first; the
+	// dead prefix is dropped once it is as long as Keep, so retiring a
+	// room costs O(1) amortized instead of a copy of Keep pointers.
 	cleared   []*contract.RoomRecord
+	head      int
 	byCleared map[uint64]*contract.RoomRecord
 }
 
@@ -151,22 +155,30 @@ func (h *History) retire(r *contract.RoomRecord) {
 	delete(h.rooms, r.Room)
 	h.cleared = append(h.cleared, r)
 	h.byCleared[r.Room] = r
-	if len(h.cleared) > h.Keep {
-		for _, old := range h.cleared[:len(h.cleared)-h.Keep] {
-			if h.byCleared[old.Room] == old {
-				delete(h.byCleared, old.Room)
-			}
+	for len(h.cleared)-h.head > h.Keep {
+		old := h.cleared[h.head]
+		if h.byCleared[old.Room] == old {
+			delete(h.byCleared, old.Room)
 		}
-		h.cleared = append([]*contract.RoomRecord(nil), h.cleared[len(h.cleared)-h.Keep:]...)
+		h.cleared[h.head] = nil
+		h.head++
+	}
+	if h.head >= h.Keep {
+		n := copy(h.cleared, h.cleared[h.head:])
+		clear(h.cleared[n:])
+		h.cleared, h.head = h.cleared[:n], 0
 	}
 }
+
+// kept is the cleared records still kept, oldest first.
+func (h *History) kept() []*contract.RoomRecord { return h.cleared[h.head:] }
 
 // Snapshot returns copies of held rooms (oldest first) and recently cleared
 // rooms. A record with only notes (an ABORT for a room this side never
 // created) is not held by any rank and is left out until it gets a status.
 func (h *History) Snapshot() (held, cleared []contract.RoomRecord) {
 	held = h.held(true)
-	for _, r := range h.cleared {
+	for _, r := range h.kept() {
 		cleared = append(cleared, copyRecord(r, true))
 	}
 	return held, cleared
@@ -201,7 +213,7 @@ func (h *History) Counts() (held, cleared int) {
 			held++
 		}
 	}
-	return held, len(h.cleared)
+	return held, len(h.kept())
 }
 
 func copyRecord(r *contract.RoomRecord, events bool) contract.RoomRecord {
