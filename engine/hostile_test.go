@@ -3,8 +3,6 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -15,9 +13,9 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
-	"github.com/pdchaos/pdchaos/engine/core"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/internal/testkit"
+	"github.com/pdchaos/pdchaos/internal/testkit/hostilepeer"
 	"github.com/pdchaos/pdchaos/internal/testkit/testcluster"
 )
 
@@ -44,12 +42,6 @@ func hostileSettings(t *testing.T) (time.Duration, uint64) {
 	return d, seed
 }
 
-func hashOf(s string) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(s))
-	return h.Sum64()
-}
-
 // The fixed engine survives hostile peers. While normal requests run, a
 // hostile decode sends fuzzed, truncated, oversized and out-of-order control
 // messages (and raw junk) to prefill's control socket and junk notices to
@@ -69,7 +61,8 @@ func TestHostilePeers(t *testing.T) {
 			// request is swept after the bootstrap timeout: short enough
 			// for the drain, long enough for real requests on a busy CI.
 			c := testcluster.Start(t, contract.EngineConfig{Wire: w, BootstrapTimeout: 5 * time.Second})
-			h := &hostile{wire: w, dialect: mustDialect(t, w), pa: c.Prefill.Addrs(), da: c.Decode.Addrs(), targets: c.Decode.KVTargets()}
+			h, err := hostilepeer.New(w, c.Prefill.Addrs(), c.Decode.Addrs(), c.Decode.KVTargets())
+			must(t, err)
 			ctx, stop := context.WithTimeout(t.Context(), dur)
 			defer stop()
 			var served atomic.Int64
@@ -85,10 +78,7 @@ func TestHostilePeers(t *testing.T) {
 					return nil
 				})
 			}
-			g.Go(func() error { return h.control(gctx, rand.New(rand.NewPCG(seed, hashOf(string(w)+"control")))) })
-			g.Go(func() error { return h.notices(gctx, rand.New(rand.NewPCG(seed, hashOf(string(w)+"notify")))) })
-			g.Go(func() error { return h.junk(gctx) })
-			g.Go(func() error { return h.kv(gctx, rand.New(rand.NewPCG(seed, hashOf(string(w)+"kv")))) })
+			g.Go(func() error { return h.Run(gctx, seed) })
 			if err := g.Wait(); err != nil {
 				t.Fatal(err)
 			}
@@ -98,24 +88,22 @@ func TestHostilePeers(t *testing.T) {
 				served.Add(1)
 			}
 			prefillM, decodeM := c.MetricsURLs()[0], c.MetricsURLs()[1]
-			h.mu.Lock()
-			st := h.stats
-			h.mu.Unlock()
+			st := h.Stats()
 			testkit.Eventually(t, 30*time.Second, func() error {
 				if err := testkit.Drained(t.Context(), c); err != nil {
 					return err
 				}
-				if err := testkit.GaugeIs(t.Context(), decodeM, contract.MetricMalformedKV, float64(st.malformedKV)); err != nil {
+				if err := testkit.GaugeIs(t.Context(), decodeM, contract.MetricMalformedKV, float64(st.MalformedKV)); err != nil {
 					return err
 				}
-				if err := testkit.GaugeIs(t.Context(), decodeM, contract.MetricStrayChunks, float64(st.strayKV)); err != nil {
+				if err := testkit.GaugeIs(t.Context(), decodeM, contract.MetricStrayChunks, float64(st.StrayKV)); err != nil {
 					return err
 				}
 				for _, m := range []struct {
 					url      string
 					min, max int
 					side     string
-				}{{prefillM, st.unparsedControl, st.control, "prefill"}, {decodeM, st.unparsedNotices, st.notices, "decode"}} {
+				}{{prefillM, st.UnparsedControl, st.Control, "prefill"}, {decodeM, st.UnparsedNotices, st.Notices, "decode"}} {
 					v, err := testkit.Gauge(t.Context(), m.url, contract.MetricMalformedControl)
 					if err != nil {
 						return err
@@ -124,7 +112,7 @@ func TestHostilePeers(t *testing.T) {
 						return fmt.Errorf("%s %s = %v, want between %d (unparsable) and %d (sent)", m.side, contract.MetricMalformedControl, v, m.min, m.max)
 					}
 				}
-				if err := testkit.GaugeIs(t.Context(), prefillM, contract.MetricRefusedPeers, float64(st.junk)); err != nil {
+				if err := testkit.GaugeIs(t.Context(), prefillM, contract.MetricRefusedPeers, float64(st.Junk)); err != nil {
 					return err
 				}
 				if err := testkit.GaugeIs(t.Context(), decodeM, contract.MetricRefusedPeers, 0); err != nil {
@@ -141,20 +129,16 @@ func TestHostilePeers(t *testing.T) {
 					t.Errorf("decode room %d ended %s, want %s", r.Room, r.LastState, contract.StateSuccess)
 				}
 			}
+			if st.Routes == 0 {
+				t.Error("no route lookup for a rank prefill lacks was answered")
+			}
 			if len(rooms.Cleared) == 0 {
 				t.Error("decode cleared no room: the load never ran")
 			}
-			t.Logf("%s: %d requests answered exactly; sent %d control messages (%d unparsable), %d notices (%d unparsable), %d junk connections, %d KV messages (%d malformed, %d stray)",
-				w, served.Load(), st.control, st.unparsedControl, st.notices, st.unparsedNotices, st.junk, st.kv, st.malformedKV, st.strayKV)
+			t.Logf("%s: %d requests answered exactly; sent %d control messages (%d unparsable), %d notices (%d unparsable), %d junk connections, %d KV messages (%d malformed, %d stray), %d routes to ranks prefill lacks",
+				w, served.Load(), st.Control, st.UnparsedControl, st.Notices, st.UnparsedNotices, st.Junk, st.KV, st.MalformedKV, st.StrayKV, st.Routes)
 		})
 	}
-}
-
-func mustDialect(t *testing.T, w contract.Wire) core.Dialect {
-	t.Helper()
-	d, err := core.NewDialect(w)
-	must(t, err)
-	return d
 }
 
 func exactChat(ctx context.Context, c *engine.Cluster, i int) error {

@@ -144,6 +144,10 @@ var _ = Describe("pre-release gate", Serial, func() {
 		simulatedRegressions(v, cov)
 	})
 
+	Describe("hostile peers", func() {
+		hostilePeers(v, cov)
+	})
+
 	// Last, after every run above (Ginkgo keeps the order of specs inside
 	// one top-level container unless -ginkgo.randomize-all): every code
 	// probe must be hit by some gate run, or be listed in
@@ -176,11 +180,12 @@ var _ = Describe("pre-release gate", Serial, func() {
 					want = append(want, simRegressionKey(r.Name))
 				}
 			}
+			want = append(want, hostileKeys()...)
 			if missing := cov.missing(want); len(missing) > 0 {
 				Skip(fmt.Sprintf("probe coverage is judged on a whole gate only; no run recorded for %s (filtered, or run out of order)", strings.Join(missing, ", ")))
 			}
 			results := cov.results()
-			unhit, nowHit, simOnly := judgeProbes(results, cov.simHits(), unreachableInGate())
+			unhit, nowHit, simOnly := judgeProbes(results, cov.simHits(), cov.liveHits(), unreachableInGate())
 			if len(simOnly) > 0 {
 				// The simulator runs engine/core as the live engine does: a
 				// branch it reached is a branch the gate executed, though no

@@ -1,4 +1,4 @@
-package engine_test
+package hostilepeer
 
 import (
 	"bytes"
@@ -6,13 +6,17 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
@@ -21,8 +25,9 @@ import (
 	"github.com/pdchaos/pdchaos/zmtp"
 )
 
-// hostile is the peers' shared state: where to send and what was sent.
-type hostile struct {
+// Peers is the hostile peers' shared state: where to send and what was
+// sent. Make one with New; Run drives every peer until its context ends.
+type Peers struct {
 	wire    contract.Wire
 	dialect core.Dialect
 	pa      engine.PrefillAddrs
@@ -31,17 +36,107 @@ type hostile struct {
 	targets []string
 
 	mu    sync.Mutex
-	stats hostileStats
+	stats Stats
 }
 
-type hostileStats struct {
-	control, unparsedControl int
-	notices, unparsedNotices int
-	junk                     int
-	kv, malformedKV, strayKV int
+// Stats count what the peers sent: the engine's refusal counters are
+// checked against them.
+type Stats struct {
+	// Control messages sent to prefill, and how many of them the wire's
+	// dialect cannot parse.
+	Control, UnparsedControl int
+	// Notices sent to decode, and how many of them cannot be parsed.
+	Notices, UnparsedNotices int
+	// Junk connections that break ZMTP itself, each refused.
+	Junk int
+	// KV messages sent to decode: malformed (the connection dropped) or
+	// stray (well formed, for rooms decode does not hold).
+	KV, MalformedKV, StrayKV int
+	// Routes asked of prefill's bootstrap server for ranks it does not have.
+	Routes int
 }
 
-func (h *hostile) count(f func(*hostileStats)) {
+// New returns peers that attack the engine whose roles listen at pa and
+// da, speaking wire; kvTargets are decode's KV targets per rank
+// (engine.Decode.KVTargets).
+func New(wire contract.Wire, pa engine.PrefillAddrs, da engine.DecodeAddrs, kvTargets []string) (*Peers, error) {
+	d, err := core.NewDialect(wire)
+	if err != nil {
+		return nil, fmt.Errorf("hostile peers: %w", err)
+	}
+	switch {
+	case len(pa.Control) == 0 || pa.Bootstrap == "":
+		return nil, errors.New("hostile peers: prefill addresses lack a control socket or the bootstrap server")
+	case len(da.Notify) == 0 || len(da.KV) == 0 || len(kvTargets) == 0:
+		return nil, errors.New("hostile peers: decode addresses lack a notify socket, a KV listener or a KV target")
+	}
+	return &Peers{wire: wire, dialect: d, pa: pa, da: da, targets: kvTargets}, nil
+}
+
+// Stats returns a copy of what was sent so far.
+func (h *Peers) Stats() Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stats
+}
+
+// Run drives every peer until ctx ends, each from its own stream of seed,
+// and returns the first peer's error: a connection the engine dropped
+// when it should have refused a message only, or accepted what it should
+// have refused.
+func (h *Peers) Run(ctx context.Context, seed uint64) error {
+	g, gctx := errgroup.WithContext(ctx)
+	rng := func(what string) *rand.Rand { return rand.New(rand.NewPCG(seed, hashOf(string(h.wire)+what))) }
+	g.Go(func() error { return h.control(gctx, rng("control")) })
+	g.Go(func() error { return h.notices(gctx, rng("notify")) })
+	g.Go(func() error { return h.junk(gctx) })
+	g.Go(func() error { return h.kv(gctx, rng("kv")) })
+	g.Go(func() error { return h.routes(gctx) })
+	return g.Wait()
+}
+
+func hashOf(s string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// routes asks prefill's bootstrap server, about a hundred times a second,
+// for the route of a rank past its last (a decode with more TP ranks than
+// prefill): each must be refused with 404, and the server keep serving.
+func (h *Peers) routes(ctx context.Context) error {
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		url := fmt.Sprintf("http://%s%s?target_tp_rank=%d&target_dp_group=0&target_pp_rank=0", h.pa.Bootstrap, contract.PathRoute, len(h.pa.Control)+i%4)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return fmt.Errorf("hostile route: %w", err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			if stopping(ctx) {
+				return nil
+			}
+			return fmt.Errorf("hostile route %s: %w", url, err)
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			return fmt.Errorf("hostile route %s: status %d, want 404 for a rank prefill does not have", url, resp.StatusCode)
+		}
+		h.count(func(s *Stats) { s.Routes++ })
+	}
+}
+
+func (h *Peers) count(f func(*Stats)) {
 	h.mu.Lock()
 	f(&h.stats)
 	h.mu.Unlock()
@@ -57,7 +152,7 @@ func fr(parts ...string) [][]byte {
 
 // controlTemplate is one well-formed decode→prefill message of the wire's
 // layouts (sglang-wire.md) from a decode that is not the real one.
-func (h *hostile) controlTemplate(rng *rand.Rand) [][]byte {
+func (h *Peers) controlTemplate(rng *rand.Rand) [][]byte {
 	room := strconv.FormatUint(rng.Uint64()>>1, 10)
 	agent := fmt.Sprintf("hostile-%d", rng.IntN(8))
 	session := fmt.Sprintf("10.9.9.9:%d", 20000+rng.IntN(8))
@@ -123,7 +218,7 @@ func mutate(rng *rand.Rand, m [][]byte) [][]byte {
 
 // control sends damaged and intact control messages to prefill's control
 // socket until ctx ends, redialling when prefill drops the connection.
-func (h *hostile) control(ctx context.Context, rng *rand.Rand) error {
+func (h *Peers) control(ctx context.Context, rng *rand.Rand) error {
 	return h.push(ctx, h.pa.Control[0], func() ([][]byte, func()) {
 		m := h.controlTemplate(rng)
 		if rng.IntN(5) > 0 {
@@ -131,10 +226,10 @@ func (h *hostile) control(ctx context.Context, rng *rand.Rand) error {
 		}
 		_, err := h.dialect.ParseControl(m)
 		return m, func() {
-			h.count(func(s *hostileStats) {
-				s.control++
+			h.count(func(s *Stats) {
+				s.Control++
 				if err != nil {
-					s.unparsedControl++
+					s.UnparsedControl++
 				}
 			})
 		}
@@ -143,7 +238,7 @@ func (h *hostile) control(ctx context.Context, rng *rand.Rand) error {
 
 // notices sends damaged ABORT_ACKs and status notices for rooms decode
 // does not hold to decode's notify socket.
-func (h *hostile) notices(ctx context.Context, rng *rand.Rand) error {
+func (h *Peers) notices(ctx context.Context, rng *rand.Rand) error {
 	return h.push(ctx, h.da.Notify[0], func() ([][]byte, func()) {
 		room := strconv.FormatUint(rng.Uint64()>>1, 10)
 		m := h.dialect.Status(0, core.Failed, 0, "hostile")
@@ -154,10 +249,10 @@ func (h *hostile) notices(ctx context.Context, rng *rand.Rand) error {
 		m = mutate(rng, m)
 		_, err := h.dialect.ParseNotice(m)
 		return m, func() {
-			h.count(func(s *hostileStats) {
-				s.notices++
+			h.count(func(s *Stats) {
+				s.Notices++
 				if err != nil {
-					s.unparsedNotices++
+					s.UnparsedNotices++
 				}
 			})
 		}
@@ -166,7 +261,7 @@ func (h *hostile) notices(ctx context.Context, rng *rand.Rand) error {
 
 // push sends next's messages over one ZMTP PUSH connection to addr until
 // ctx ends, about a thousand a second, and commits each once it is sent.
-func (h *hostile) push(ctx context.Context, addr string, next func() (m [][]byte, commit func())) error {
+func (h *Peers) push(ctx context.Context, addr string, next func() (m [][]byte, commit func())) error {
 	p, err := zmtp.Dial(ctx, addr)
 	if err != nil {
 		if stopping(ctx) {
@@ -201,7 +296,7 @@ func (h *hostile) push(ctx context.Context, addr string, next func() (m [][]byte
 // itself: an HTTP request instead of a greeting, a frame with reserved
 // flags, a frame announcing 2^60 bytes, and a message of endless empty
 // frames. Each is refused by dropping the connection.
-func (h *hostile) junk(ctx context.Context) error {
+func (h *Peers) junk(ctx context.Context) error {
 	ready := append(zmtp.NewGreeting().Bytes(), zmtp.AppendFrame(nil, zmtp.ReadyFrame(zmtp.TypePush, nil))...)
 	cases := [][]byte{
 		[]byte("GET /route HTTP/1.1\r\nHost: x\r\n\r\n" + string(make([]byte, 64))),
@@ -230,7 +325,7 @@ func (h *hostile) junk(ctx context.Context) error {
 		if err != nil && !errors.Is(err, syscall.ECONNRESET) && !stopping(ctx) {
 			return fmt.Errorf("hostile junk %d: prefill did not drop the connection: %w", i%len(cases), err)
 		}
-		h.count(func(s *hostileStats) { s.junk++ })
+		h.count(func(s *Stats) { s.Junk++ })
 	}
 	return nil
 }
@@ -266,7 +361,7 @@ func kvMsg(kind byte, room uint64, rank uint16, npages uint32, pages []uint32, p
 // a completion notice for rooms decode does not hold under a stale agent
 // name (stray, refused), and on Mooncake, a chunk addressed to decode's
 // own session and buffers whose payload is not whole tokens.
-func (h *hostile) kv(ctx context.Context, rng *rand.Rand) error {
+func (h *Peers) kv(ctx context.Context, rng *rand.Rand) error {
 	tok := bytes.Repeat([]byte{0xAB}, model.KVBytesPerToken)
 	var d net.Dialer
 	for ctx.Err() == nil {
@@ -308,12 +403,12 @@ func (h *hostile) kv(ctx context.Context, rng *rand.Rand) error {
 			if err != nil {
 				return fmt.Errorf("hostile kv: %w", err)
 			}
-			h.count(func(s *hostileStats) {
-				s.kv++
+			h.count(func(s *Stats) {
+				s.KV++
 				if c.malformed {
-					s.malformedKV++
+					s.MalformedKV++
 				} else {
-					s.strayKV++
+					s.StrayKV++
 				}
 			})
 		}

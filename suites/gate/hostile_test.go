@@ -1,0 +1,164 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/internal/testkit"
+	"github.com/pdchaos/pdchaos/internal/testkit/hostilepeer"
+	"github.com/pdchaos/pdchaos/suites/labels"
+)
+
+// hostileFor is how long the hostile peers run beside the load in each
+// dialect: long enough for every peer to send each of its kinds many
+// times on a loaded CI box.
+const hostileFor = 3 * time.Second
+
+func hostileKey(what string) string { return "hostile " + what }
+
+// hostileKeys are the hostile specs' coverage keys, for the probe check.
+func hostileKeys() []string {
+	var keys []string
+	for _, w := range contract.Wires() {
+		keys = append(keys, hostileKey(string(w)))
+	}
+	return append(keys, hostileKey("decode stream"))
+}
+
+// hostilePeers are the specs whose traffic no fault of a preset makes: a
+// peer that is not the real decode or prefill speaking to the engine's
+// sockets (fuzzed and out-of-order control messages, junk notices and KV
+// writes, routes for ranks prefill lacks), and a decode whose stream is
+// not JSON. The fixed engine refuses each, answers the real load exactly
+// and ends drained; the probes their refusals hit count for the gate's
+// probe check, as a preset's do.
+func hostilePeers(v labels.Vocabulary, cov *probeCoverage) {
+	for _, w := range contract.Wires() {
+		It(fmt.Sprintf("the fixed engine refuses hostile peers (%s)", w), v.Label(labels.Slow, labels.Component("prefill"), labels.Component("decode")), func(ctx SpecContext) {
+			// Metadata the hostile decode sends for rooms with no request
+			// is swept after the bootstrap timeout: short, so the drain
+			// below does not wait long for it.
+			c, err := engine.StartCluster(ctx, contract.EngineConfig{Wire: w, BootstrapTimeout: 5 * time.Second}, nil)
+			Expect(err).NotTo(HaveOccurred(), "start the bundled engine")
+			DeferCleanup(func(ctx SpecContext) { _ = c.Close(ctx) }, NodeTimeout(30*time.Second))
+			h, err := hostilepeer.New(w, c.Prefill.Addrs(), c.Decode.Addrs(), c.Decode.KVTargets())
+			Expect(err).NotTo(HaveOccurred())
+
+			runCtx, stop := context.WithTimeout(ctx, hostileFor)
+			defer stop()
+			var served atomic.Int64
+			g, gctx := errgroup.WithContext(runCtx)
+			for i := range 4 {
+				g.Go(func() error {
+					for n := 0; gctx.Err() == nil; n++ {
+						if err := exactChat(ctx, c.Endpoint(), 1000*i+n); err != nil {
+							return err
+						}
+						served.Add(1)
+					}
+					return nil
+				})
+			}
+			g.Go(func() error { return h.Run(gctx, specSeed(0)) })
+			Expect(g.Wait()).To(Succeed(), "the real load beside the hostile peers")
+			// After the storm the loops still serve, and everything drains.
+			for i := range 4 {
+				Expect(exactChat(ctx, c.Endpoint(), 9000+i)).To(Succeed(), "a request after the hostile peers stopped")
+			}
+			Eventually(func() error { return testkit.Drained(ctx, c) }).WithContext(ctx).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).
+				Should(Succeed(), "the engine drains after the hostile peers")
+			prefillM := c.MetricsURLs()[0]
+			Expect(testkit.GaugeIs(ctx, prefillM, contract.MetricBootstrapLoopAlive, 1)).To(Succeed(), "prefill's bootstrap loop survives")
+			st := h.Stats()
+			Expect(st.Control).To(BeNumerically(">", 0), "no hostile control message was sent")
+			Expect(st.KV).To(BeNumerically(">", 0), "no hostile KV message was sent")
+			Expect(st.Routes).To(BeNumerically(">", 0), "no route for a rank prefill lacks was asked")
+			hits := map[string]int{}
+			for _, base := range c.EngineURLs() {
+				addProbeHits(ctx, hits, base)
+			}
+			cov.addLive(hostileKey(string(w)), hits)
+			AddReportEntry("hostile_"+string(w), fmt.Sprintf("%d requests answered exactly; %+v", served.Load(), st))
+		}, SpecTimeout(2*time.Minute))
+	}
+
+	It("the router skips a decode stream event that is not JSON", v.Label(labels.Component("router")), func(ctx SpecContext) {
+		// A decode (and prefill) that is not the bundled engine: prefill's
+		// leg answers at once, decode's stream carries an event that is
+		// not JSON between two that are.
+		lc := net.ListenConfig{}
+		ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var req contract.GenerateRequest
+			if err := readBody(r, &req); err != nil || !req.Stream {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = fmt.Fprint(w, `{"text":"","meta_info":{"id":"x","finish_reason":{"type":"length"}}}`)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = fmt.Fprint(w, "data: {\"text\":\"a\",\"meta_info\":{\"id\":\"x\"}}\n\n")
+			_, _ = fmt.Fprint(w, "data: this is not json\n\n")
+			_, _ = fmt.Fprint(w, "data: {\"text\":\"ab\",\"meta_info\":{\"id\":\"x\",\"finish_reason\":{\"type\":\"length\"}}}\n\ndata: [DONE]\n\n")
+		})}
+		go func() { _ = srv.Serve(ln) }()
+		DeferCleanup(func() { _ = srv.Close() })
+		addr := ln.Addr().String()
+		rt, err := engine.StartRouter(ctx, contract.EngineConfig{}, engine.RouterConfig{PrefillHTTP: addr, DecodeHTTP: addr, PrefillBootstrap: addr}, nil)
+		Expect(err).NotTo(HaveOccurred(), "start a router in front of the fake decode")
+		DeferCleanup(func(ctx SpecContext) { _ = rt.Close(ctx) }, NodeTimeout(10*time.Second))
+		r := testkit.Chat(ctx, "http://"+rt.Addr(), []model.Message{{Role: "user", Content: "hello"}}, 4)
+		Expect(r.Err).NotTo(HaveOccurred(), "the client's answer through the router")
+		Expect(r.Text).To(Equal("ab"), "the router passes the JSON events on and skips the other")
+		hits := map[string]int{}
+		addProbeHits(ctx, hits, "http://"+rt.Addr())
+		Expect(hits).To(HaveKey("router/bad-event"), "the router counts the event it skipped")
+		cov.addLive(hostileKey("decode stream"), hits)
+	}, SpecTimeout(time.Minute))
+}
+
+// addProbeHits adds base's code probe hits to hits.
+func addProbeHits(ctx context.Context, hits map[string]int, base string) {
+	pr, err := testkit.Probes(ctx, base)
+	Expect(err).NotTo(HaveOccurred(), "read %s's probes", base)
+	for _, p := range pr.Probes {
+		if p.Hits > 0 {
+			hits[p.Name] += int(p.Hits)
+		}
+	}
+}
+
+// exactChat asks the engine for chat i's answer and checks it is exact.
+func exactChat(ctx context.Context, endpoint string, i int) error {
+	msgs := []model.Message{{Role: "user", Content: fmt.Sprintf("hostile gate request %d: %s", i, strings.Repeat("refactor ", 1+i%7))}}
+	r := testkit.Chat(ctx, endpoint, msgs, 6)
+	if r.Err != nil {
+		return fmt.Errorf("request %d: %w", i, r.Err)
+	}
+	if want := model.ExpectedChat(msgs, 6); r.Text != want {
+		return fmt.Errorf("request %d (room %d): got %q want %q", i, r.Room, r.Text, want)
+	}
+	return nil
+}
+
+// readBody decodes a request's JSON body, at most 1 MiB.
+func readBody(r *http.Request, v any) error {
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(v); err != nil {
+		return fmt.Errorf("decode request body: %w", err)
+	}
+	return nil
+}
