@@ -36,7 +36,7 @@ func hostileKeys() []string {
 	for _, w := range contract.Wires() {
 		keys = append(keys, hostileKey(string(w)))
 	}
-	return append(keys, hostileKey("decode stream"))
+	return append(keys, hostileKey("decode stream"), hostileKey("malformed kills loop"))
 }
 
 // hostilePeers are the specs whose traffic no fault of a preset makes: a
@@ -95,6 +95,26 @@ func hostilePeers(v labels.Vocabulary, cov *probeCoverage) {
 			AddReportEntry("hostile_"+string(w), fmt.Sprintf("%d requests answered exactly; %+v", served.Load(), st))
 		}, SpecTimeout(2*time.Minute))
 	}
+
+	It("one malformed control message kills bootstrap-thread-death's loop, and its gauge says so", v.Label(labels.Regression(contract.BootstrapThreadDeath), labels.Component("bootstrap")), func(ctx SpecContext) {
+		// The upstream fragility itself (sglang-wire.md: an unguarded
+		// frame the thread cannot unpack kills it), which the presets
+		// reach only through an ABORT: the same build, one bad message.
+		c, err := engine.StartCluster(ctx, contract.EngineConfig{Regressions: []string{contract.BootstrapThreadDeath}}, nil)
+		Expect(err).NotTo(HaveOccurred(), "start the bundled engine with %s", contract.BootstrapThreadDeath)
+		DeferCleanup(func(ctx SpecContext) { _ = c.Close(ctx) }, NodeTimeout(30*time.Second))
+		Expect(exactChat(ctx, c.Endpoint(), 1)).To(Succeed(), "a request before the malformed message")
+		h, err := hostilepeer.New(contract.WireNIXL, c.Prefill.Addrs(), c.Decode.Addrs(), c.Decode.KVTargets())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.Malformed(ctx)).To(Succeed())
+		prefillM := c.MetricsURLs()[0]
+		Eventually(func() error { return testkit.GaugeIs(ctx, prefillM, contract.MetricBootstrapLoopAlive, 0) }).WithContext(ctx).
+			WithTimeout(30*time.Second).WithPolling(50*time.Millisecond).Should(Succeed(), "prefill's bootstrap loop dies on the malformed message")
+		hits := map[string]int{}
+		addProbeHits(ctx, hits, c.EngineURLs()[0])
+		Expect(hits).To(HaveKey("prefill/malformed-kills-loop"), "the loop died by the malformed-message branch")
+		cov.addLive(hostileKey("malformed kills loop"), hits)
+	}, SpecTimeout(time.Minute))
 
 	It("the router skips a decode stream event that is not JSON", v.Label(labels.Component("router")), func(ctx SpecContext) {
 		// A decode (and prefill) that is not the bundled engine: prefill's

@@ -29,15 +29,14 @@ func unreachableInGate() map[string]string {
 		runtimeNever = "the runtime never takes this core branch: its loop stops at the first failure, as the upstream thread did"
 	)
 	return map[string]string{
-		"prefill/malformed-kills-loop": "bootstrap-thread-death's preset (abort-storm) corrupts nothing: its loop dies on an ABORT",
-		"decode/chunk-overruns-pages":  "needs a TransferInfo with fewer pages than the prompt; no fault rewrites frames",
-		"decode/chunk-wrong-stage":     "needs a duplicated KV write after commit; no preset duplicates KV chunks",
-		"prefill/orphan-status-swept":  "defensive backstop: every ordering that opens a room without a request also leaves its TransferInfo, swept first",
-		"prefill/no-transfer-info":     "needs an absent room that reads WaitingForInput on one rank while another forwards (unknown-room-waiting at TP>1)",
-		"prefill/loop-dead":            runtimeNever,
-		"decode/scheduler-hung":        runtimeNever,
-		"decode/status-unexpected":     "only a regression that loosens decode's status table, in an ordering its preset reaches in some seeds only",
-		"decode/kv-reply-failed":       "decode's one-byte completion fails only on a reset that lands while it applies a chunk: prefill keeps one message outstanding per KV connection, so no fault sends data (reset-peer's trigger) then, and a cut reaches decode as a FIN, after which its one reply still goes out",
+		"decode/chunk-overruns-pages": "needs a TransferInfo with fewer pages than the prompt; no fault rewrites frames",
+		"decode/chunk-wrong-stage":    "needs a duplicated KV write after commit; no preset duplicates KV chunks",
+		"prefill/orphan-status-swept": "defensive backstop: every ordering that opens a room without a request also leaves its TransferInfo, swept first",
+		"prefill/no-transfer-info":    "needs an absent room that reads WaitingForInput on one rank while another forwards (unknown-room-waiting at TP>1)",
+		"prefill/loop-dead":           runtimeNever,
+		"decode/scheduler-hung":       runtimeNever,
+		"decode/status-unexpected":    "only a regression that loosens decode's status table, in an ordering its preset reaches in some seeds only",
+		"decode/kv-reply-failed":      "decode's one-byte completion fails only on a reset that lands while it applies a chunk: prefill keeps one message outstanding per KV connection, so no fault sends data (reset-peer's trigger) then, and a cut reaches decode as a FIN, after which its one reply still goes out",
 	}
 }
 

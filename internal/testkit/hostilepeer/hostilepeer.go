@@ -415,3 +415,24 @@ func (h *Peers) kv(ctx context.Context, rng *rand.Rand) error {
 	}
 	return nil
 }
+
+// Malformed sends prefill's first control socket one message its dialect
+// cannot parse (a tag no SGLang build sends, then junk), on a connection of
+// its own: what kills the bootstrap thread of builds that unpack frames
+// unguarded (regression bootstrap-thread-death).
+func (h *Peers) Malformed(ctx context.Context) error {
+	m := fr("\xff\xfeHOSTILE", "not a room", "\x00")
+	if _, err := h.dialect.ParseControl(m); err == nil {
+		return fmt.Errorf("hostile malformed message: the %s dialect parses it", h.wire)
+	}
+	p, err := zmtp.Dial(ctx, h.pa.Control[0])
+	if err != nil {
+		return fmt.Errorf("hostile dial %s: %w", h.pa.Control[0], err)
+	}
+	defer p.Close()
+	if err := p.Send(ctx, m); err != nil {
+		return fmt.Errorf("hostile send to %s: %w", h.pa.Control[0], err)
+	}
+	h.count(func(s *Stats) { s.Control++; s.UnparsedControl++ })
+	return nil
+}
