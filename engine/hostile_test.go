@@ -96,8 +96,12 @@ func TestHostilePeers(t *testing.T) {
 				if err := testkit.GaugeIs(t.Context(), decodeM, contract.MetricMalformedKV, float64(st.MalformedKV)); err != nil {
 					return err
 				}
-				if err := testkit.GaugeIs(t.Context(), decodeM, contract.MetricStrayChunks, float64(st.StrayKV)); err != nil {
+				// A chunk on a connection reset at once is stray if decode
+				// read it before the reset.
+				if v, err := testkit.Gauge(t.Context(), decodeM, contract.MetricStrayChunks); err != nil {
 					return err
+				} else if int(v) < st.StrayKV || int(v) > st.StrayKV+st.Reset {
+					return fmt.Errorf("decode %s = %v, want between %d and %d (%d reset)", contract.MetricStrayChunks, v, st.StrayKV, st.StrayKV+st.Reset, st.Reset)
 				}
 				for _, m := range []struct {
 					url      string

@@ -18,9 +18,9 @@ import (
 // preset uses, a request shape the agents never send), races the presets
 // reach in some seeds only, and branches the runtime never takes. The
 // hostile-peer specs' hits count too (a status other than Failed, a KV
-// write naming another rank, a route for a rank prefill lacks, a stream
-// event that is not JSON: what only a peer that is not the bundled engine
-// sends). This is
+// write naming another rank, a KV connection reset before decode's
+// reply, a route for a rank prefill lacks, a stream event that is not
+// JSON: what only a peer that is not the bundled engine sends). This is
 // the one place: a probe missing here that no gate run hits fails the
 // gate, naming it; a probe listed here that a run did hit is reported, so
 // the list shrinks as presets are added.
@@ -36,7 +36,6 @@ func unreachableInGate() map[string]string {
 		"prefill/loop-dead":           runtimeNever,
 		"decode/scheduler-hung":       runtimeNever,
 		"decode/status-unexpected":    "only a regression that loosens decode's status table, in an ordering its preset reaches in some seeds only",
-		"decode/kv-reply-failed":      "decode's one-byte completion fails only on a reset that lands while it applies a chunk: prefill keeps one message outstanding per KV connection, so no fault sends data (reset-peer's trigger) then, and a cut reaches decode as a FIN, after which its one reply still goes out",
 	}
 }
 

@@ -49,9 +49,13 @@ type Stats struct {
 	Notices, UnparsedNotices int
 	// Junk connections that break ZMTP itself, each refused.
 	Junk int
-	// KV messages sent to decode: malformed (the connection dropped) or
-	// stray (well formed, for rooms decode does not hold).
+	// KV messages sent to decode: malformed (the connection dropped),
+	// stray (well formed, for rooms decode does not hold), or reset (below).
 	KV, MalformedKV, StrayKV int
+	// Reset counts stray chunks whose connection was reset as soon as
+	// they were written: decode counts each as stray or sees the reset
+	// first.
+	Reset int
 	// Routes asked of prefill's bootstrap server for ranks it does not have.
 	Routes int
 }
@@ -359,7 +363,8 @@ func kvMsg(kind byte, room uint64, rank uint16, npages uint32, pages []uint32, p
 // each, until ctx ends: unknown kind, truncated, too many pages, too large
 // a payload, another rank's chunk (each drops the connection), a chunk and
 // a completion notice for rooms decode does not hold under a stale agent
-// name (stray, refused), and on Mooncake, a chunk addressed to decode's
+// name (stray, refused), such a chunk on a connection reset once it is
+// written (decode's reply fails), and on Mooncake, a chunk addressed to decode's
 // own session and buffers whose payload is not whole tokens.
 func (h *Peers) kv(ctx context.Context, rng *rand.Rand) error {
 	tok := bytes.Repeat([]byte{0xAB}, model.KVBytesPerToken)
@@ -370,6 +375,11 @@ func (h *Peers) kv(ctx context.Context, rng *rand.Rand) error {
 			b         []byte
 			reply     bool
 			malformed bool
+			// reset: the peer resets the connection as soon as the
+			// message is written, so decode's completion reply finds no
+			// one to take it (counted in Reset, not in StrayKV: decode
+			// may see the reset before the message).
+			reset bool
 		}
 		cases := []kvCase{
 			{b: kvMsg(9, room, 0, 0, nil, 0, nil, "x"), malformed: true},
@@ -379,6 +389,7 @@ func (h *Peers) kv(ctx context.Context, rng *rand.Rand) error {
 			{b: kvMsg(1, room, 1, 0, nil, uint32(len(tok)), tok, "x"), malformed: true},
 			{b: kvMsg(1, room, 0, 1, []uint32{0}, uint32(len(tok)), tok, "stale-agent"), reply: true},
 			{b: kvMsg(2, room, 0, 0, nil, 0, nil, "stale-agent"), reply: true},
+			{b: kvMsg(1, room, 0, 1, []uint32{0}, uint32(len(tok)), tok, "stale-agent"), reset: true},
 		}
 		if h.wire == contract.WireMooncake {
 			cases = append(cases, kvCase{b: kvMsg(1, room, 0, 1, []uint32{0}, 5, tok[:5], h.targets[0]), reply: true, malformed: true})
@@ -393,6 +404,14 @@ func (h *Peers) kv(ctx context.Context, rng *rand.Rand) error {
 			}
 			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
 			_, err = conn.Write(c.b)
+			if c.reset {
+				if tc, ok := conn.(*net.TCPConn); ok {
+					_ = tc.SetLinger(0) // Close sends RST, not FIN
+				}
+				_ = conn.Close()
+				h.count(func(s *Stats) { s.KV++; s.Reset++ })
+				continue
+			}
 			if err == nil && c.reply {
 				var reply [1]byte
 				if _, err = conn.Read(reply[:]); err == nil && reply[0] != 1 {
