@@ -134,6 +134,12 @@ func TestWatchFlagsAWedge(t *testing.T) {
 			return fmt.Errorf("decode holds no room yet (%v)", err)
 		}
 		room = r.Held[0].Room
+		// Prefill must hold it too: on a loaded machine the router's
+		// prefill leg can still be on its way, and a cancel then never
+		// reaches prefill as an abort of a request it has.
+		if _, held, err := testkit.RoomOn(t.Context(), c.EngineURLs()[0], room); err != nil || !held {
+			return fmt.Errorf("prefill does not hold room %d yet (%v)", room, err)
+		}
 		return nil
 	})
 	cancel()
