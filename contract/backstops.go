@@ -59,6 +59,13 @@ type Backstop struct {
 	Detail string
 	// Clock says what starts the deadline's clock, for people.
 	Clock string
+	// ClockStart is the room event on Role's side that starts the clock,
+	// as the engine writes it in the same step: the backstop must not fire
+	// sooner than its deadline after the last such event (StartsClock).
+	// "" when no one event marks it (the ACK clock restarts on an abort,
+	// a resend or pages held for other ranks' writes), so firing too early
+	// is not judged.
+	ClockStart string
 	// PeerNotice is the room event kind on the peer's side that carries
 	// what this backstop waits for ("" when the peer's room ending is that
 	// notice): when the peer recorded it well before the backstop fired,
@@ -72,13 +79,14 @@ func Backstops() []Backstop {
 	return []Backstop{
 		{Name: BackstopBootstrap, Role: SidePrefill, States: []string{StateBootstrapping}, Config: "bootstrap_timeout",
 			Probe: ProbePrefillBootstrapTimeout, Kind: RoomEventStatus, Detail: "bootstrap timeout",
-			Clock: "prefill's request joins the bootstrap queue (its sender is created)", PeerNotice: RoomEventMetadataSent},
+			Clock: "prefill's request joins the bootstrap queue (its sender is created)", PeerNotice: RoomEventMetadataSent,
+			ClockStart: RoomEventRequest},
 		{Name: BackstopInflight, Role: SidePrefill, States: []string{StateWaitingForInput, StateTransferring}, Config: "inflight_timeout",
 			Probe: ProbePrefillInflightTimeout, Kind: RoomEventStatus, Detail: "inflight timeout",
 			Clock: "prefill forwards the request and queues its KV chunks"},
 		{Name: BackstopWaiting, Role: SideDecode, States: []string{StateBootstrapping, StateWaitingForInput, StateTransferring}, Config: "waiting_timeout",
 			Probe: ProbeDecodeWaitingTimeout, Kind: RoomEventStatus, Detail: "waiting timeout",
-			Clock: "decode sends its metadata (pages allocated)"},
+			Clock: "decode sends its metadata (pages allocated)", ClockStart: RoomEventMetadataSent},
 		{Name: BackstopAbortResend, Role: SideDecode, States: []string{StateFailed}, Config: "ack_timeout",
 			Probe: ProbeDecodeAbortResent, Kind: "abort-resent", Detail: "no ABORT_ACK within the ACK timeout: the ABORT is resent",
 			Clock: "decode aborts a room whose KV transfer was under way, keeping its pages (again at each resend)", PeerNotice: "abort-ack"},
@@ -120,6 +128,21 @@ func (b Backstop) Deadline(c EngineConfig) time.Duration {
 		return time.Duration(AbortResends+1) * c.AckTimeout
 	}
 	return 0
+}
+
+// StartsClock reports whether e (on b.Role's side) starts b's clock. A
+// prefill request's arrival is its status event that opens the room for
+// the request ("sender created rid=…"), or the RoomEventRequest note with
+// the same detail when decode's TransferInfo opened the room first.
+func (b Backstop) StartsClock(e Event) bool {
+	if b.ClockStart == "" || e.Side != b.Role {
+		return false
+	}
+	if b.ClockStart == RoomEventRequest {
+		_, created := CreatedRid(e.Detail)
+		return created && (e.Kind == RoomEventStatus || e.Kind == RoomEventRequest)
+	}
+	return e.Kind == b.ClockStart
 }
 
 // FiredBy reports whether e is the event the backstop writes when it fires.

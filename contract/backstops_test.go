@@ -126,3 +126,32 @@ func TestStateDeadlines(t *testing.T) {
 		t.Fatalf("margin %v, want 2.01s (2s and two 5ms check intervals)", m)
 	}
 }
+
+func TestBackstopStartsClock(t *testing.T) {
+	t.Parallel()
+	boot := contract.LookupBackstop(contract.BackstopBootstrap)
+	wait := contract.LookupBackstop(contract.BackstopWaiting)
+	ack := contract.LookupBackstop(contract.BackstopAck)
+	ev := func(side, kind, state, detail string) contract.Event {
+		return contract.Event{Side: side, Kind: kind, State: state, Detail: detail}
+	}
+	created := "sender " + contract.CreatedFor("r1")
+	for _, tc := range []struct {
+		name string
+		b    contract.Backstop
+		e    contract.Event
+		want bool
+	}{
+		{"prefill's request opens the room", boot, ev("prefill", "status", contract.StateBootstrapping, "sender: "+created), true},
+		{"prefill's request finds the room decode opened", boot, ev("prefill", contract.RoomEventRequest, "", created), true},
+		{"prefill's room opened by TransferInfo", boot, ev("prefill", "status", contract.StateWaitingForInput, "receiver: transfer info"), false},
+		{"a creation on decode", boot, ev("decode", "status", contract.StateBootstrapping, created), false},
+		{"decode sends its metadata", wait, ev("decode", contract.RoomEventMetadataSent, "", "4 pages per rank"), true},
+		{"metadata on prefill", wait, ev("prefill", contract.RoomEventMetadataSent, "", ""), false},
+		{"the ACK clock is not judged", ack, ev("decode", "abort-sent", "", "ABORT to prefill"), false},
+	} {
+		if got := tc.b.StartsClock(tc.e); got != tc.want {
+			t.Errorf("%s: StartsClock = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -44,13 +44,14 @@ type firing struct {
 // held the room live when it fired: its ranks' states merged with MIN, as
 // SGLang's all-reduce does, neither Failed nor Success) or by a race (the
 // peer ended the room, or sent what the backstop waits for, less than
-// DefaultRaceWindow earlier). And no room stays in a state longer than its
+// DefaultRaceWindow earlier). Nothing explains one that fired before its
+// deadline had run from what starts its clock (premature). And no room stays in a state longer than its
 // deadline (contract.StateDeadlines) plus contract.StateMargin, unless a
 // process or engine fault (which can stop the loop that enforces it)
 // overlapped that stay. Logs without the engine config or ended rooms (an
 // external target, or recorded before this checker) are skipped.
 func checkTimeoutsExplained(v *View) CheckResult {
-	ev := map[string]int64{"backstops_fired": 0, explainedFault: 0, explainedRegression: 0, explainedLoad: 0, explainedRace: 0, explainedPeer: 0,
+	ev := map[string]int64{"backstops_fired": 0, "backstops_premature": 0, explainedFault: 0, explainedRegression: 0, explainedLoad: 0, explainedRace: 0, explainedPeer: 0,
 		"unexplained": 0, "states_checked": 0, "states_over_deadline": 0, "states_excused_by_fault": 0, "records_truncated": 0}
 	switch {
 	case v.Run.Engine == nil:
@@ -95,6 +96,15 @@ func checkTimeoutsExplained(v *View) CheckResult {
 		peerRole := peerOf(f.b.Role)
 		own := recs[f.b.Role][f.room]
 		peer, hasPeer := recs[peerRole][f.room]
+		if why := premature(f, own, cfg); why != "" {
+			// A deadline measured from the wrong moment, or the wrong
+			// deadline: no fault excuses the engine's own clock.
+			ev["backstops_premature"]++
+			head := fmt.Sprintf("room %d: %s on %s fired at %v, too early: %s", f.room, f.b.Name, f.b.Role, f.at.Sub(v.Run.BaseWall).Round(time.Millisecond), why)
+			heads, bad = append(heads, head), append(bad, head+fmt.Sprintf("; %s history: %s", f.b.Role, historyLine(own.Events, v.Run.BaseWall)))
+			addStuck(f.b.Role, own, f.at.Sub(v.Run.BaseWall))
+			continue
+		}
 		how, why := v.explain(f, own, peer, hasPeer)
 		if how == "" && peerBackstopExplains(f, explained[peerRole][f.room], own, cfg) {
 			how = explainedPeer
@@ -149,14 +159,39 @@ func checkTimeoutsExplained(v *View) CheckResult {
 		}
 	}
 	if len(bad) > 0 {
-		res := result(contract.CheckTimeoutsExplained, Fail, ev, "%d unexplained backstops, %d room states past their deadline, %d rooms outliving prefill's loss: %s",
-			ev["unexplained"], ev["states_over_deadline"], ev["outlived_peer_loss"], joinLimit(heads, 2))
+		res := result(contract.CheckTimeoutsExplained, Fail, ev, "%d unexplained backstops, %d fired before their deadline, %d room states past their deadline, %d rooms outliving prefill's loss: %s",
+			ev["unexplained"], ev["backstops_premature"], ev["states_over_deadline"], ev["outlived_peer_loss"], joinLimit(heads, 2))
 		res.Details, res.Stuck = bad, stuck
 		return res
 	}
 	return result(contract.CheckTimeoutsExplained, Pass, ev,
 		"%d backstops fired, all explained (%d fault, %d load, %d race, %d regression, %d by the peer's deadline); %d room states within their deadlines",
 		ev["backstops_fired"], ev[explainedFault], ev[explainedLoad], ev[explainedRace], ev[explainedRegression], ev[explainedPeer], ev["states_checked"])
+}
+
+// premature says why f fired before its deadline had run from the last
+// event that starts its clock (contract.Backstop.ClockStart) on its own
+// record, or "" when it did not (or nothing marks its clock, or the record
+// is truncated and the start may be lost). The engine writes the start and
+// the firing with the same clock, so no margin is needed.
+func premature(f firing, own contract.RoomRecord, cfg contract.EngineConfig) string {
+	d := f.b.Deadline(cfg)
+	if f.b.ClockStart == "" || d <= 0 || nonClear(own.Events) >= contract.MaxRoomEvents {
+		return ""
+	}
+	var start time.Time
+	for _, e := range own.Events {
+		if !e.At.After(f.at) && f.b.StartsClock(e) && e.At.After(start) {
+			start = e.At
+		}
+	}
+	if start.IsZero() {
+		return ""
+	}
+	if ran := f.at.Sub(start); ran < d {
+		return fmt.Sprintf("%v after its clock started (%s), %s is %v", ran.Round(time.Millisecond), f.b.ClockStart, f.b.Config, d)
+	}
+	return ""
 }
 
 // explain says how a fired backstop is explained (an evidence key), or

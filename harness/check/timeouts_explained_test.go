@@ -110,11 +110,20 @@ func TestTimeoutsExplainedExcuses(t *testing.T) {
 		{"network fault over the stay", withFault(bound, faults.LayerNetwork), Fail, "states_over_deadline"},
 		{"external target", withEngine(noPeer, func(*contract.EngineConfig) {}), Skip, ""},
 		{"partial engine config", withEngine(readLog(t, "good-timeouts-explained.jsonl"), func(c *contract.EngineConfig) {
-			// Every deadline but bootstrap's 10s once defaulted; room 2007's
-			// metadata comes 8.1s after prefill's bootstrap deadline, past
-			// four of those 2s deadlines (contract.FailureMemory).
-			*c = contract.EngineConfig{BootstrapTimeout: 2 * time.Second}
+			// Every deadline but bootstrap's and waiting's 10s once
+			// defaulted (the log's waiting backstops fired 2s after their
+			// metadata: with waiting's default they would be premature);
+			// room 2007's metadata comes 8.1s after prefill's bootstrap
+			// deadline, past four of those 2s deadlines
+			// (contract.FailureMemory).
+			*c = contract.EngineConfig{BootstrapTimeout: 2 * time.Second, WaitingTimeout: 2 * time.Second}
 		}), Pass, "states_checked"},
+		// The same log judged as if decode's waiting deadline were 3s: its
+		// waiting backstops fired 2s after their metadata, before it. No
+		// fault or load excuses a deadline measured from the wrong moment.
+		{"backstop before its deadline", withEngine(readLog(t, "good-timeouts-explained.jsonl"), func(c *contract.EngineConfig) {
+			c.WaitingTimeout = 3 * time.Second
+		}), Fail, "backstops_premature"},
 	} {
 		evs := tc.evs
 		if tc.name == "external target" {
