@@ -97,6 +97,12 @@ const (
 	// rank's Success status follows at once; on Mooncake it waits for
 	// prefill's Success status.
 	RoomEventKVReceived = "kv-received"
+	// RoomEventCommitted is decode taking the room's KV as complete and
+	// moving the request to decoding.
+	RoomEventCommitted = "committed"
+	// RoomEventAbortRequest is a side taking the client's cancel (the
+	// router's abort of its leg) for the room's request.
+	RoomEventAbortRequest = "abort-request"
 )
 
 // Ending is a room event after which the fixed engine ends the room on

@@ -316,7 +316,7 @@ func (d *Decode) Abort(now time.Time, rid string) bool {
 	}
 	d.probes.Hit(contract.ProbeDecodeAbort)
 	reg := d.cfg.Regressions
-	d.hist.Note(now, req.Room, "decode", 0, "abort-request", "client gone rid="+rid)
+	d.hist.Note(now, req.Room, "decode", 0, contract.RoomEventAbortRequest, "client gone rid="+rid)
 	switch {
 	case reg.On(contract.DecodeAbortLeak):
 		// Upstream only flipped the receiver and told prefill; the queues

@@ -264,7 +264,7 @@ func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
 				rk.transfer = remove(rk.transfer, req)
 			}
 			d.running = append(d.running, req)
-			d.hist.Note(now, req.Room, "decode", 0, "committed", "transfer done, decoding")
+			d.hist.Note(now, req.Room, "decode", 0, contract.RoomEventCommitted, "transfer done, decoding")
 		case Failed:
 			d.probes.Hit(contract.ProbeDecodeTransferFailed)
 			d.TransferFailed++

@@ -246,7 +246,7 @@ func (p *Prefill) Abort(now time.Time, rid string) bool {
 		p.probes.Hit(contract.ProbePrefillLocalAbortUnknown)
 		return false
 	}
-	p.hist.Note(now, req.Room, "prefill", 0, "abort-request", "client gone rid="+rid)
+	p.hist.Note(now, req.Room, "prefill", 0, contract.RoomEventAbortRequest, "client gone rid="+rid)
 	p.probes.Hit(contract.ProbePrefillLocalAbort)
 	for _, r := range p.ranks {
 		r.status.Update(now, req.Room, Failed, WriterScheduler, "local abort rid="+rid)
@@ -277,7 +277,7 @@ func (p *Prefill) OnAbortRequest(now time.Time, rid string) {
 // ClientGone records that the client of a request prefill has already
 // finished went away: its cancel reached prefill after the room ended.
 func (p *Prefill) ClientGone(now time.Time, room uint64, rid string) {
-	p.hist.NoteEnded(now, room, "prefill", 0, "abort-request", "client gone after the room ended rid="+rid)
+	p.hist.NoteEnded(now, room, "prefill", 0, contract.RoomEventAbortRequest, "client gone after the room ended rid="+rid)
 }
 
 // Dead reports whether rank's bootstrap loop has died.

@@ -20,7 +20,7 @@ const DefaultCancelBound = 5 * time.Second
 // abort of the request reaches it (SGLang's abort_request), on prefill as
 // on decode. An ABORT from the peer is another event: it is how a cancel
 // that never reached prefill would still fail prefill's room.
-const EventAbortRequest = "abort-request"
+const EventAbortRequest = contract.RoomEventAbortRequest
 
 // EventAbortReceived is the room event prefill records when decode's
 // ABORT for the room arrives.

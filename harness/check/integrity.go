@@ -14,8 +14,9 @@ import (
 
 // checkIntegrity: every completed answer matched the model, no late KV
 // write landed in another request's pages, every garbled control message
-// was refused, and no prefill rank wrote Success for KV decode never held
-// (successesUnreceived).
+// was refused, no prefill rank wrote Success for KV decode never held
+// (successesUnreceived), and no transfer decode committed and decoded from
+// was failed by prefill after it (committedDisowned).
 func checkIntegrity(v *View) CheckResult {
 	ev := map[string]int64{"completed_checked": 0, "violations": 0}
 	var bad []string
@@ -47,9 +48,14 @@ func checkIntegrity(v *View) CheckResult {
 		}
 	}
 	bad = append(bad, v.garbledAccepted(ev)...)
-	if lost := v.successesUnreceived(roomsByRole(v)); len(lost) > 0 {
+	recs := roomsByRole(v)
+	if lost := v.successesUnreceived(recs); len(lost) > 0 {
 		ev["successes_unreceived"] = int64(len(lost))
 		bad = append(bad, lost...)
+	}
+	if disowned := v.committedDisowned(recs); len(disowned) > 0 {
+		ev["commits_disowned"] = int64(len(disowned))
+		bad = append(bad, disowned...)
 	}
 	switch {
 	case len(bad) > 0:

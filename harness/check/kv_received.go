@@ -93,3 +93,81 @@ func (v *View) decodeKilledBetween(from, to time.Time) (killAt, bool) {
 	}
 	return killAt{}, false
 }
+
+// committedDisowned is successesUnreceived looked at from decode's side:
+// decode took a room's KV as complete and decoded from it (RoomEventCommitted),
+// and afterwards prefill failed the same request's transfer. On the fixed
+// engine decode commits only after every chunk and the aux message after
+// the last were acknowledged, which is when prefill writes Success; a
+// prefill that fails the transfer after decode committed means decode
+// served KV prefill disowned (a commit before the aux, say). Excused: a
+// fault active over the room's life (widened by DefaultFaultMargin: a link
+// reset can lose the aux's acknowledgement after decode applied it), a
+// cancel or ABORT prefill took, and one of prefill's own backstops firing
+// (timeouts-explained judges those). A Failed after a new request reopened
+// the room on prefill is that request's, not this one's.
+func (v *View) committedDisowned(recs map[string]map[uint64]contract.RoomRecord) []string {
+	if v.Run.BaseWall.IsZero() {
+		return nil
+	}
+	pre, dec := recs[contract.SidePrefill], recs[contract.SideDecode]
+	boot := contract.LookupBackstop(contract.BackstopBootstrap)
+	var out []string
+	for _, id := range sortedRooms(dec) {
+		d := dec[id]
+		p, ok := pre[id]
+		if !ok || nonClear(p.Events) >= contract.MaxRoomEvents || nonClear(d.Events) >= contract.MaxRoomEvents {
+			continue
+		}
+		for _, c := range sortedEvents(d.Events) {
+			if c.Kind != contract.RoomEventCommitted {
+				continue
+			}
+			if f, ok := disownedAfter(p, c.At, boot); ok {
+				from, to := minTime(p.Created, d.Created).Sub(v.Run.BaseWall)-DefaultFaultMargin, f.At.Sub(v.Run.BaseWall)+DefaultFaultMargin
+				if v.faultDuring(from, to) {
+					continue
+				}
+				out = append(out, fmt.Sprintf("room %d: decode committed its KV at %s and decoded, then prefill rank %d failed the transfer at %s (%s); prefill's history: %s",
+					id, c.At.Format("15:04:05.000"), f.Rank, f.At.Format("15:04:05.000"), f.Detail, historyLine(p.Events, p.Created)))
+			}
+			break // one finding per room
+		}
+	}
+	return out
+}
+
+// disownedAfter returns prefill's first Failed status on p after the
+// commit at c that belongs to the request decode committed: none if
+// prefill reopened the room for another request first (a creation event,
+// boot.StartsClock), or took a cancel, an ABORT or one of its backstops
+// fired on the room before it.
+func disownedAfter(p contract.RoomRecord, c time.Time, boot contract.Backstop) (contract.Event, bool) {
+	for _, e := range sortedEvents(p.Events) {
+		if e.Kind == contract.RoomEventAbortRequest || e.Kind == contract.RoomEventAbortReceived {
+			return contract.Event{}, false
+		}
+		for _, b := range contract.Backstops() {
+			if b.Role == contract.SidePrefill && b.FiredBy(e) {
+				return contract.Event{}, false
+			}
+		}
+		if !e.At.After(c) {
+			continue
+		}
+		if boot.StartsClock(e) {
+			return contract.Event{}, false
+		}
+		if e.Kind == contract.RoomEventStatus && e.State == contract.StateFailed {
+			return e, true
+		}
+	}
+	return contract.Event{}, false
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) && !b.IsZero() || a.IsZero() {
+		return b
+	}
+	return a
+}

@@ -111,3 +111,57 @@ func TestIntegritySuccessUnreceived(t *testing.T) {
 		}
 	}
 }
+
+// Decode may decode from KV only prefill's rank has not failed: a Failed
+// for the same request after decode's commit is flagged unless a fault was
+// over the room, prefill took a cancel or an ABORT, its own backstop fired,
+// or a new request had reopened the room.
+func TestCommittedDisowned(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
+	ev := func(side string, n int, kind, state, detail string) contract.Event {
+		return contract.Event{At: ms(n), Side: side, Kind: kind, State: state, Detail: detail}
+	}
+	created := func(n int, rid string) contract.Event {
+		return ev("prefill", n, contract.RoomEventStatus, contract.StateBootstrapping, "sender: sender "+contract.CreatedFor(rid))
+	}
+	pFailed := func(n int) contract.Event {
+		return ev("prefill", n, contract.RoomEventStatus, contract.StateFailed, "sender: decode reports the room inactive")
+	}
+	decode := []contract.Event{ev("decode", 0, contract.RoomEventStatus, contract.StateWaitingForInput, ""), ev("decode", 40, contract.RoomEventCommitted, "", "transfer done, decoding")}
+	cases := []struct {
+		name    string
+		prefill []contract.Event
+		fault   bool
+		want    string
+	}{
+		{"success after the commit", []contract.Event{created(0, "a"), ev("prefill", 45, contract.RoomEventStatus, contract.StateSuccess, "")}, false, ""},
+		{"failed after the commit", []contract.Event{created(0, "a"), pFailed(45)}, false, "room 7: decode committed its KV at 10:00:00.040 and decoded, then prefill rank 0 failed the transfer"},
+		{"failed before the commit", []contract.Event{created(0, "a"), pFailed(30)}, false, ""},
+		{"a fault over the room", []contract.Event{created(0, "a"), pFailed(45)}, true, ""},
+		{"the client's cancel", []contract.Event{created(0, "a"), ev("prefill", 42, contract.RoomEventAbortRequest, "", ""), pFailed(45)}, false, ""},
+		{"decode's ABORT", []contract.Event{created(0, "a"), ev("prefill", 42, contract.RoomEventAbortReceived, "", ""), pFailed(45)}, false, ""},
+		{"prefill's inflight backstop", []contract.Event{created(0, "a"), ev("prefill", 45, contract.RoomEventStatus, contract.StateFailed, "scheduler: inflight timeout")}, false, ""},
+		{"another request's failure", []contract.Event{created(0, "a"), ev("prefill", 41, contract.RoomEventStatus, contract.StateSuccess, ""), created(50, "b"), pFailed(60)}, false, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			recs := map[string]map[uint64]contract.RoomRecord{
+				contract.SidePrefill: {7: {Room: 7, Side: "prefill", Created: base, Cleared: true, Events: c.prefill}},
+				contract.SideDecode:  {7: {Room: 7, Side: "decode", Created: base, Cleared: true, Events: decode}},
+			}
+			v := &View{Run: RunInfo{BaseWall: base}}
+			if c.fault {
+				v.Faults = []schedule.Record{{Fault: "kv-link-reset(kv/0)", Layer: faults.LayerNetwork, Applied: true, Start: 20 * time.Millisecond, End: 30 * time.Millisecond}}
+			}
+			got := v.committedDisowned(recs)
+			switch {
+			case c.want == "" && len(got) > 0:
+				t.Fatalf("flagged: %v", got)
+			case c.want != "" && (len(got) != 1 || !strings.Contains(got[0], c.want)):
+				t.Fatalf("got %q, want one violation containing %q", got, c.want)
+			}
+		})
+	}
+}
