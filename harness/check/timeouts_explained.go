@@ -133,6 +133,14 @@ func checkTimeoutsExplained(v *View) CheckResult {
 			addStuck(peerRole, peer, at)
 		}
 	}
+	for _, id := range sortedRooms(recs[contract.SideDecode]) {
+		r := recs[contract.SideDecode][id]
+		if why := resentTooSoon(r, cfg.AckTimeout); why != "" && nonClear(r.Events) < contract.MaxRoomEvents {
+			ev["backstops_premature"]++
+			head := fmt.Sprintf("room %d: decode %s", id, why)
+			heads, bad = append(heads, head), append(bad, head+"; decode history: "+historyLine(r.Events, v.Run.BaseWall))
+		}
+	}
 	margin := contract.StateMargin(cfg)
 	bounds := stateBounds(cfg)
 	for _, role := range sortedSources(recs) {
@@ -190,6 +198,37 @@ func premature(f firing, own contract.RoomRecord, cfg contract.EngineConfig) str
 	}
 	if ran := f.at.Sub(start); ran < d {
 		return fmt.Sprintf("%v after its clock started (%s), %s is %v", ran.Round(time.Millisecond), f.b.ClockStart, f.b.Config, d)
+	}
+	return ""
+}
+
+// resentTooSoon says why decode's ABORT resends for r came too close
+// together, or "" when they did not: each resend restarts the ACK clock,
+// so the next resend, and the give-up that frees the pages without the
+// ACK (BackstopAck), come at least ack after it. (The first resend's
+// clock starts on an abort or on pages held for other ranks' writes,
+// which a reused room can write again without restarting it: not judged.)
+func resentTooSoon(r contract.RoomRecord, ack time.Duration) string {
+	if ack <= 0 {
+		return ""
+	}
+	resend, giveUp := contract.LookupBackstop(contract.BackstopAbortResend), contract.LookupBackstop(contract.BackstopAck)
+	var last time.Time
+	for _, e := range sortedEvents(r.Events) {
+		isResend, isGiveUp := resend.FiredBy(e), giveUp.FiredBy(e)
+		if !isResend && !isGiveUp {
+			continue
+		}
+		if !last.IsZero() && e.At.Sub(last) < ack {
+			what := "resent an ABORT"
+			if isGiveUp {
+				what = "gave up on the ACK"
+			}
+			return fmt.Sprintf("%s %v after its last resend, within ack_timeout %v", what, e.At.Sub(last).Round(time.Millisecond), ack)
+		}
+		if isResend {
+			last = e.At
+		}
 	}
 	return ""
 }

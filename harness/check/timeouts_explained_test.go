@@ -364,3 +364,31 @@ func TestStopFaultDuringIsTheRolesOwn(t *testing.T) {
 		}
 	}
 }
+
+// Each ABORT resend restarts decode's ACK clock: the next resend and the
+// give-up come at least ack_timeout after it.
+func TestResentTooSoon(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	resend := contract.LookupBackstop(contract.BackstopAbortResend)
+	giveUp := contract.LookupBackstop(contract.BackstopAck)
+	at := func(ms int, b contract.Backstop) contract.Event {
+		return contract.Event{At: base.Add(time.Duration(ms) * time.Millisecond), Side: "decode", Kind: b.Kind, Detail: b.Detail}
+	}
+	abort := contract.Event{At: base, Side: "decode", Kind: "abort-sent"}
+	for _, tc := range []struct {
+		name string
+		evs  []contract.Event
+		want string
+	}{
+		{"spaced", []contract.Event{abort, at(2100, resend), at(4200, resend), at(6300, giveUp)}, ""},
+		{"a burst of resends", []contract.Event{abort, at(2100, resend), at(2110, resend)}, "resent an ABORT 10ms after its last resend"},
+		{"an early give-up", []contract.Event{abort, at(2100, resend), at(4200, resend), at(4300, giveUp)}, "gave up on the ACK 100ms after its last resend"},
+		{"a give-up with no resend", []contract.Event{abort, at(100, giveUp)}, ""},
+	} {
+		got := resentTooSoon(contract.RoomRecord{Room: 1, Side: "decode", Events: tc.evs}, 2*time.Second)
+		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
