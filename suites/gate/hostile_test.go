@@ -165,12 +165,8 @@ func addProbeHits(ctx context.Context, hits map[string]int, base string) {
 // exactChat asks the engine for chat i's answer and checks it is exact.
 func exactChat(ctx context.Context, endpoint string, i int) error {
 	msgs := []model.Message{{Role: "user", Content: fmt.Sprintf("hostile gate request %d: %s", i, strings.Repeat("refactor ", 1+i%7))}}
-	r := testkit.Chat(ctx, endpoint, msgs, 6)
-	if r.Err != nil {
-		return fmt.Errorf("request %d: %w", i, r.Err)
-	}
-	if want := model.ExpectedChat(msgs, 6); r.Text != want {
-		return fmt.Errorf("request %d (room %d): got %q want %q", i, r.Room, r.Text, want)
+	if err := testkit.ChatExact(ctx, endpoint, msgs, 6); err != nil {
+		return fmt.Errorf("request %d: %w", i, err)
 	}
 	return nil
 }
