@@ -91,6 +91,11 @@ func hostilePeers(v labels.Vocabulary, cov *probeCoverage) {
 			for _, base := range c.EngineURLs() {
 				addProbeHits(ctx, hits, base)
 			}
+			// The branches only these peers reach, which the probe check
+			// counts on this spec for: each must be hit every time.
+			for _, p := range []string{"decode/status-not-failed", "decode/kv-wrong-rank", "decode/kv-reply-failed", "prefill/route-unknown-rank"} {
+				Expect(hits).To(HaveKey(p), "the hostile peers did not reach %s", p)
+			}
 			cov.addLive(hostileKey(string(w)), hits)
 			AddReportEntry("hostile_"+string(w), fmt.Sprintf("%d requests answered exactly; %+v", served.Load(), st))
 		}, SpecTimeout(2*time.Minute))

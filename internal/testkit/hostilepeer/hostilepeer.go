@@ -240,17 +240,27 @@ func (h *Peers) control(ctx context.Context, rng *rand.Rand) error {
 	})
 }
 
-// notices sends damaged ABORT_ACKs and status notices for rooms decode
-// does not hold to decode's notify socket.
+// notices sends damaged ABORT_ACKs and status notices, and intact status
+// notices in states no prefill sends, for rooms decode does not hold to
+// decode's notify socket.
 func (h *Peers) notices(ctx context.Context, rng *rand.Rand) error {
 	return h.push(ctx, h.da.Notify[0], func() ([][]byte, func()) {
 		room := strconv.FormatUint(rng.Uint64()>>1, 10)
-		m := h.dialect.Status(0, core.Failed, 0, "hostile")
-		m[map[bool]int{true: 0, false: 1}[h.wire == contract.WireMooncake]] = []byte(room)
-		if rng.IntN(2) == 0 {
-			m = fr(core.TagAbortAck, room, "0")
+		status := core.Failed
+		kind := rng.IntN(4)
+		if kind == 0 {
+			// Intact, with a state no prefill sends: decode ignores it.
+			status = []core.KVPoll{core.WaitingForInput, core.Transferring}[rng.IntN(2)]
 		}
-		m = mutate(rng, m)
+		m := h.dialect.Status(0, status, 0, "hostile")
+		m[map[bool]int{true: 0, false: 1}[h.wire == contract.WireMooncake]] = []byte(room)
+		switch kind {
+		case 0:
+		case 1:
+			m = mutate(rng, fr(core.TagAbortAck, room, "0"))
+		default:
+			m = mutate(rng, m)
+		}
 		_, err := h.dialect.ParseNotice(m)
 		return m, func() {
 			h.count(func(s *Stats) {
