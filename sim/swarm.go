@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/pdchaos/pdchaos/contract"
 )
 
 // swarmStream keeps swarm draws apart from the run's own stream, so a
@@ -135,6 +137,29 @@ func Swarm(cfg Config, seed uint64) (Config, string) {
 	if r.IntN(4) == 0 {
 		c.KillEvery, c.RestartDelay = d(time.Second, 5*time.Second), d(0, 500*time.Millisecond)
 	}
-	return out, fmt.Sprintf("swarm seed %d: faults [%s], cancel rates queued %.2f decode %.2f deadline %.2f, kill every %v",
-		seed, strings.Join(drawn, " "), c.CancelQueuedRate, c.CancelDecodeRate, c.DeadlineRate, c.KillEvery)
+	// Drawn last, so the draws above are what they were before. Most
+	// presets set every deadline alike (2s), where code that uses one
+	// deadline for another behaves as the right code; half the seeds
+	// spread them, each from half its value up to it: never longer, since
+	// a scenario's hang timeout and drain deadline are sized for its own
+	// (three ACK timeouts of 2.7s hold pages past an 8s hang timeout).
+	deadlines := "as the scenario's"
+	if r.IntN(2) == 0 {
+		e, err := resolvedDeadlines(cfg)
+		if err == nil {
+			spread := func(v time.Duration) time.Duration { return d(v/2, v) }
+			out.Engine.BootstrapTimeout, out.Engine.InflightTimeout = spread(e.BootstrapTimeout), spread(e.InflightTimeout)
+			out.Engine.WaitingTimeout, out.Engine.AckTimeout = spread(e.WaitingTimeout), spread(e.AckTimeout)
+			deadlines = fmt.Sprintf("bootstrap %v inflight %v waiting %v ack %v", out.Engine.BootstrapTimeout.Round(time.Millisecond),
+				out.Engine.InflightTimeout.Round(time.Millisecond), out.Engine.WaitingTimeout.Round(time.Millisecond), out.Engine.AckTimeout.Round(time.Millisecond))
+		}
+	}
+	return out, fmt.Sprintf("swarm seed %d: faults [%s], cancel rates queued %.2f decode %.2f deadline %.2f, kill every %v, deadlines %s",
+		seed, strings.Join(drawn, " "), c.CancelQueuedRate, c.CancelDecodeRate, c.DeadlineRate, c.KillEvery, deadlines)
+}
+
+// resolvedDeadlines is cfg's engine config with its defaults filled in.
+func resolvedDeadlines(cfg Config) (contract.EngineConfig, error) {
+	e, _, err := cfg.Engine.Resolve()
+	return e, err
 }

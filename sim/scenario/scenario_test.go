@@ -419,3 +419,38 @@ func TestRunStopsWhenCtxEnds(t *testing.T) {
 		t.Errorf("cancelled exploration: %d seeds counted, err %v; want none and context.Canceled", sum.Seeds, err)
 	}
 }
+
+// Half the swarm seeds spread the engine's deadlines apart, each between
+// half the scenario's value and that value (never longer: the scenario's
+// hang timeout and drain deadline are sized for its own).
+func TestSwarmSpreadsDeadlines(t *testing.T) {
+	t.Parallel()
+	cfg := preset(t, "abort-storm")
+	base, _, err := cfg.Engine.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spread := 0
+	for seed := range uint64(60) {
+		c, _ := sim.Swarm(cfg, seed)
+		e, _, err := c.Engine.Resolve()
+		if err != nil {
+			t.Fatalf("swarm seed %d: %v", seed, err)
+		}
+		for _, p := range []struct {
+			name     string
+			got, was time.Duration
+		}{{"bootstrap", e.BootstrapTimeout, base.BootstrapTimeout}, {"inflight", e.InflightTimeout, base.InflightTimeout},
+			{"waiting", e.WaitingTimeout, base.WaitingTimeout}, {"ack", e.AckTimeout, base.AckTimeout}} {
+			if p.got < p.was/2 || p.got > p.was {
+				t.Errorf("swarm seed %d: %s timeout %v, want within [%v, %v]", seed, p.name, p.got, p.was/2, p.was)
+			}
+		}
+		if e.WaitingTimeout != e.AckTimeout || e.BootstrapTimeout != e.InflightTimeout {
+			spread++
+		}
+	}
+	if spread < 15 {
+		t.Errorf("%d of 60 swarm seeds spread the deadlines apart, want about half", spread)
+	}
+}
