@@ -30,13 +30,19 @@ const hostileFor = 3 * time.Second
 
 func hostileKey(what string) string { return "hostile " + what }
 
+// The hostile specs that are not one per dialect, by coverage key.
+const (
+	hostileDecodeStream = "decode stream"
+	hostileMalformed    = "malformed kills loop"
+)
+
 // hostileKeys are the hostile specs' coverage keys, for the probe check.
 func hostileKeys() []string {
 	var keys []string
 	for _, w := range contract.Wires() {
 		keys = append(keys, hostileKey(string(w)))
 	}
-	return append(keys, hostileKey("decode stream"), hostileKey("malformed kills loop"))
+	return append(keys, hostileKey(hostileDecodeStream), hostileKey(hostileMalformed))
 }
 
 // hostilePeers are the specs whose traffic no fault of a preset makes: a
@@ -118,7 +124,7 @@ func hostilePeers(v labels.Vocabulary, cov *probeCoverage) {
 		hits := map[string]int{}
 		addProbeHits(ctx, hits, c.EngineURLs()[0])
 		Expect(hits).To(HaveKey("prefill/malformed-kills-loop"), "the loop died by the malformed-message branch")
-		cov.addLive(hostileKey("malformed kills loop"), hits)
+		cov.addLive(hostileKey(hostileMalformed), hits)
 	}, SpecTimeout(time.Minute))
 
 	It("the router skips a decode stream event that is not JSON", v.Label(labels.Component("router")), func(ctx SpecContext) {
@@ -152,7 +158,7 @@ func hostilePeers(v labels.Vocabulary, cov *probeCoverage) {
 		hits := map[string]int{}
 		addProbeHits(ctx, hits, "http://"+rt.Addr())
 		Expect(hits).To(HaveKey("router/bad-event"), "the router counts the event it skipped")
-		cov.addLive(hostileKey("decode stream"), hits)
+		cov.addLive(hostileKey(hostileDecodeStream), hits)
 	}, SpecTimeout(time.Minute))
 }
 
