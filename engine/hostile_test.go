@@ -60,8 +60,10 @@ func TestHostilePeers(t *testing.T) {
 			// Metadata a hostile decode registered for rooms with no
 			// request is swept after the bootstrap timeout: short enough
 			// for the drain, long enough for real requests on a busy CI.
-			c := testcluster.Start(t, contract.EngineConfig{Wire: w, BootstrapTimeout: 5 * time.Second})
-			h, err := hostilepeer.New(w, c.Prefill.Addrs(), c.Decode.Addrs(), c.Decode.KVTargets())
+			// Decode paced, so rooms sit committed and decoding while the
+			// peers look for them.
+			c := testcluster.Start(t, contract.EngineConfig{Wire: w, BootstrapTimeout: 5 * time.Second, DecodeTokensPerSec: 200})
+			h, err := hostilepeer.New(hostilepeer.Target{Wire: w, Prefill: c.Prefill.Addrs(), Decode: c.Decode.Addrs(), KVTargets: c.Decode.KVTargets()})
 			must(t, err)
 			ctx, stop := context.WithTimeout(t.Context(), dur)
 			defer stop()
@@ -135,6 +137,9 @@ func TestHostilePeers(t *testing.T) {
 			}
 			if st.Routes == 0 {
 				t.Error("no route lookup for a rank prefill lacks was answered")
+			}
+			if w == contract.WireMooncake && st.Held == 0 {
+				t.Error("no chunk was sent for a room decode held past its transfer")
 			}
 			if len(rooms.Cleared) == 0 {
 				t.Error("decode cleared no room: the load never ran")

@@ -20,7 +20,9 @@ import (
 // hostile-peer specs' hits count too (a status other than Failed, a KV
 // write naming another rank, a KV connection reset before decode's
 // reply, a route for a rank prefill lacks, a stream event that is not
-// JSON: what only a peer that is not the bundled engine sends). This is
+// JSON, and on Mooncake chunks addressed to decode's own buffers that
+// overrun their pages or land on a committed room: what only a peer that
+// is not the bundled engine sends). This is
 // the one place: a probe missing here that no gate run hits fails the
 // gate, naming it; a probe listed here that a run did hit is reported, so
 // the list shrinks as presets are added.
@@ -29,8 +31,6 @@ func unreachableInGate() map[string]string {
 		runtimeNever = "the runtime never takes this core branch: its loop stops at the first failure, as the upstream thread did"
 	)
 	return map[string]string{
-		"decode/chunk-overruns-pages": "needs a TransferInfo with fewer pages than the prompt; no fault rewrites frames",
-		"decode/chunk-wrong-stage":    "needs a duplicated KV write after commit; no preset duplicates KV chunks",
 		"prefill/orphan-status-swept": "defensive backstop: every ordering that opens a room without a request also leaves its TransferInfo, swept first",
 		"prefill/no-transfer-info":    "needs an absent room that reads WaitingForInput on one rank while another forwards (unknown-room-waiting at TP>1)",
 		"prefill/loop-dead":           runtimeNever,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	"github.com/pdchaos/pdchaos/engine"
 	"github.com/pdchaos/pdchaos/engine/core"
 	"github.com/pdchaos/pdchaos/engine/model"
+	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/zmtp"
 )
 
@@ -33,7 +35,8 @@ type Peers struct {
 	pa      engine.PrefillAddrs
 	da      engine.DecodeAddrs
 	// targets are decode's KV targets per rank (Decode.KVTargets).
-	targets []string
+	targets  []string
+	pageSize int
 
 	mu    sync.Mutex
 	stats Stats
@@ -58,23 +61,46 @@ type Stats struct {
 	Reset int
 	// Routes asked of prefill's bootstrap server for ranks it does not have.
 	Routes int
+	// Held counts the stray chunks (in StrayKV) sent for rooms decode held
+	// past their transfer, addressed to decode's own buffers.
+	Held int
 }
 
-// New returns peers that attack the engine whose roles listen at pa and
-// da, speaking wire; kvTargets are decode's KV targets per rank
-// (engine.Decode.KVTargets).
-func New(wire contract.Wire, pa engine.PrefillAddrs, da engine.DecodeAddrs, kvTargets []string) (*Peers, error) {
-	d, err := core.NewDialect(wire)
+// Target is the engine the peers attack.
+type Target struct {
+	// Wire is the dialect both roles speak.
+	Wire    contract.Wire
+	Prefill engine.PrefillAddrs
+	Decode  engine.DecodeAddrs
+	// KVTargets are decode's KV targets per rank (engine.Decode.KVTargets).
+	KVTargets []string
+	// PageSize is the engine's tokens per KV page; default the engine's
+	// default (contract.EngineConfig.Resolve).
+	PageSize int
+}
+
+// New returns peers that attack t.
+func New(t Target) (*Peers, error) {
+	d, err := core.NewDialect(t.Wire)
 	if err != nil {
 		return nil, fmt.Errorf("hostile peers: %w", err)
 	}
 	switch {
-	case len(pa.Control) == 0 || pa.Bootstrap == "":
+	case len(t.Prefill.Control) == 0 || t.Prefill.Bootstrap == "":
 		return nil, errors.New("hostile peers: prefill addresses lack a control socket or the bootstrap server")
-	case len(da.Notify) == 0 || len(da.KV) == 0 || len(kvTargets) == 0:
-		return nil, errors.New("hostile peers: decode addresses lack a notify socket, a KV listener or a KV target")
+	case len(t.Decode.Notify) == 0 || len(t.Decode.KV) == 0 || len(t.KVTargets) == 0 || t.Decode.HTTP == "":
+		return nil, errors.New("hostile peers: decode addresses lack a notify socket, a KV listener, a KV target or the HTTP server")
+	case t.PageSize < 0:
+		return nil, fmt.Errorf("hostile peers: page size %d: want tokens per page, or 0 for the default", t.PageSize)
 	}
-	return &Peers{wire: wire, dialect: d, pa: pa, da: da, targets: kvTargets}, nil
+	if t.PageSize == 0 {
+		def, _, err := contract.EngineConfig{}.Resolve()
+		if err != nil {
+			return nil, fmt.Errorf("hostile peers: the engine's default page size: %w", err)
+		}
+		t.PageSize = def.PageSize
+	}
+	return &Peers{wire: t.Wire, dialect: d, pa: t.Prefill, da: t.Decode, targets: t.KVTargets, pageSize: t.PageSize}, nil
 }
 
 // Stats returns a copy of what was sent so far.
@@ -96,6 +122,9 @@ func (h *Peers) Run(ctx context.Context, seed uint64) error {
 	g.Go(func() error { return h.junk(gctx) })
 	g.Go(func() error { return h.kv(gctx, rng("kv")) })
 	g.Go(func() error { return h.routes(gctx) })
+	if h.wire == contract.WireMooncake {
+		g.Go(func() error { return h.held(gctx) })
+	}
 	return g.Wait()
 }
 
@@ -402,7 +431,15 @@ func (h *Peers) kv(ctx context.Context, rng *rand.Rand) error {
 			{b: kvMsg(1, room, 0, 1, []uint32{0}, uint32(len(tok)), tok, "stale-agent"), reset: true},
 		}
 		if h.wire == contract.WireMooncake {
-			cases = append(cases, kvCase{b: kvMsg(1, room, 0, 1, []uint32{0}, 5, tok[:5], h.targets[0]), reply: true, malformed: true})
+			// Addressed to decode's own session and buffers, so they pass
+			// the agent check: a payload that is not whole tokens, and one
+			// token more than its single page holds, that page past the
+			// pool (nothing lands; the overrun is dropped, then the room
+			// found stray).
+			over := bytes.Repeat(tok, h.pageSize+1)
+			cases = append(cases,
+				kvCase{b: kvMsg(1, room, 0, 1, []uint32{0}, 5, tok[:5], h.targets[0]), reply: true, malformed: true},
+				kvCase{b: kvMsg(1, room, 0, 1, []uint32{math.MaxUint32}, uint32(len(over)), over, h.targets[0]), reply: true})
 		}
 		for _, c := range cases {
 			conn, err := d.DialContext(ctx, "tcp", h.da.KV[0])
@@ -424,7 +461,7 @@ func (h *Peers) kv(ctx context.Context, rng *rand.Rand) error {
 			}
 			if err == nil && c.reply {
 				var reply [1]byte
-				if _, err = conn.Read(reply[:]); err == nil && reply[0] != 1 {
+				if _, err = conn.Read(reply[:]); err == nil && reply[0] != contract.KVReplyInactive {
 					err = fmt.Errorf("decode accepted a hostile KV message (reply %d)", reply[0])
 				}
 			}
@@ -443,6 +480,73 @@ func (h *Peers) kv(ctx context.Context, rng *rand.Rand) error {
 		}
 	}
 	return nil
+}
+
+// held sends, about every 10 ms, an empty chunk (no pages, no payload)
+// addressed to decode's own session and buffers for each room decode holds
+// past its transfer (committed, still decoding), as /debug/rooms lists
+// them: decode refuses it as stray and nothing lands. A room's Success
+// state is not enough: prefill's Success notice can come before decode
+// has taken the last chunk, and a chunk then would count as one of its
+// own.
+// Mooncake only: a NIXL decode's agent names are per prefill and epoch,
+// which a stranger cannot know.
+func (h *Peers) held(ctx context.Context) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	sent := map[uint64]bool{}
+	var d net.Dialer
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		rooms, err := testkit.Rooms(ctx, "http://"+h.da.HTTP)
+		if err != nil {
+			if stopping(ctx) {
+				return nil
+			}
+			return fmt.Errorf("hostile held rooms: %w", err)
+		}
+		for _, r := range rooms.Held {
+			if sent[r.Room] || !committed(r) {
+				continue
+			}
+			sent[r.Room] = true
+			conn, err := d.DialContext(ctx, "tcp", h.da.KV[0])
+			if err != nil {
+				if stopping(ctx) {
+					return nil
+				}
+				return fmt.Errorf("hostile held-room kv dial: %w", err)
+			}
+			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+			_, err = conn.Write(kvMsg(1, r.Room, 0, 0, nil, 0, nil, h.targets[0]))
+			var reply [1]byte
+			if err == nil {
+				if _, err = conn.Read(reply[:]); err == nil && reply[0] != contract.KVReplyInactive {
+					err = fmt.Errorf("decode took a chunk for room %d it holds past its transfer (reply %d)", r.Room, reply[0])
+				}
+			}
+			_ = conn.Close()
+			if err != nil {
+				return fmt.Errorf("hostile held-room kv: %w", err)
+			}
+			h.count(func(s *Stats) { s.KV++; s.StrayKV++; s.Held++ })
+		}
+	}
+}
+
+// committed reports whether decode's record of a room says its KV was
+// taken as complete (decode writes that note in the step that commits).
+func committed(r contract.RoomRecord) bool {
+	for _, e := range r.Events {
+		if e.Kind == contract.RoomEventCommitted {
+			return true
+		}
+	}
+	return false
 }
 
 // Malformed sends prefill's first control socket one message its dialect
