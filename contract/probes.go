@@ -17,8 +17,7 @@ type ProbeID uint16
 // Probe IDs, in table order (Probes). Prefill's first, then decode's, then
 // the router's.
 const (
-	ProbePrefillLoopDead ProbeID = iota
-	ProbePrefillAbortKillsLoop
+	ProbePrefillAbortKillsLoop ProbeID = iota
 	ProbePrefillMalformedKillsLoop
 	ProbePrefillMalformedControl
 	ProbePrefillRegistrationDuplicate
@@ -82,7 +81,6 @@ const (
 	ProbeDecodeAbortUnknown
 	ProbeDecodeAbortFlipOnly
 	ProbeDecodeAbortRank0Early
-	ProbeDecodeSchedulerHung
 	ProbeDecodeRanksDesynced
 	ProbeDecodeAbortAfterFinish
 	ProbeDecodeKVChanged
@@ -263,7 +261,6 @@ func pr(id ProbeID, name, regression, doc string) Probe {
 // probeTable is the one list of probes, in ProbeID order.
 func probeTable() []Probe {
 	return []Probe{
-		pr(ProbePrefillLoopDead, "prefill/loop-dead", BootstrapThreadDeath, "a control message reached a bootstrap loop that already died; nothing reads it"),
 		pr(ProbePrefillAbortKillsLoop, "prefill/abort-kills-loop", BootstrapThreadDeath, "the loop checked the guard before knowing ABORT and died on one"),
 		pr(ProbePrefillMalformedKillsLoop, "prefill/malformed-kills-loop", BootstrapThreadDeath, "a control message that does not parse killed the bootstrap loop"),
 		pp(ProbePrefillMalformedControl, "prefill/malformed-control", "a control message that does not parse (or names an unregistered agent) is counted and dropped; the loop carries on"),
@@ -328,7 +325,6 @@ func probeTable() []Probe {
 		pp(ProbeDecodeAbortUnknown, "decode/abort-unknown-rid", "an abort for a rid decode does not hold (finished, or never added) changes nothing"),
 		pr(ProbeDecodeAbortFlipOnly, "decode/abort-flip-only", DecodeAbortLeak, "the abort flips the receiver and tells prefill but leaves the queues"),
 		pr(ProbeDecodeAbortRank0Early, "decode/abort-rank0-early", RankDesync, "rank 0 drops the aborted request from its lists before the other ranks"),
-		pr(ProbeDecodeSchedulerHung, "decode/scheduler-hung", RankDesync, "a step on a scheduler wedged in an all-reduce does nothing"),
 		pr(ProbeDecodeRanksDesynced, "decode/ranks-desynced", RankDesync, "ranks poll lists of different length: the all-reduce never completes"),
 		pp(ProbeDecodeAbortAfterFinish, "decode/abort-after-finish", "a queued abort whose request already finished or failed is dropped"),
 		pr(ProbeDecodeKVChanged, "decode/kv-changed", FreeBeforeAck, "a running request's KV pages were overwritten while it decoded"),

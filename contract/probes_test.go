@@ -66,7 +66,7 @@ func probeConsts(t *testing.T) map[string]int {
 		if !ok || g.Tok != token.CONST || len(g.Specs) == 0 {
 			continue
 		}
-		if first := g.Specs[0].(*ast.ValueSpec); len(first.Names) == 0 || first.Names[0].Name != "ProbePrefillLoopDead" {
+		if first := g.Specs[0].(*ast.ValueSpec); len(first.Names) == 0 || first.Names[0].Name != "ProbePrefillAbortKillsLoop" {
 			continue
 		}
 		for i, s := range g.Specs {

@@ -39,7 +39,8 @@ func (d *Decode) Hung() bool { return d.hung }
 func (d *Decode) Step(now time.Time) (DecodeStepResult, error) {
 	var res DecodeStepResult
 	if d.hung {
-		d.probes.Hit(contract.ProbeDecodeSchedulerHung)
+		// No probe: both runtimes stop stepping a hung scheduler, as the
+		// upstream one never returned from its all-reduce.
 		return res, ErrCollectiveHang
 	}
 	for _, rk := range d.ranks[1:] {

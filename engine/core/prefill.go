@@ -288,7 +288,8 @@ func (p *Prefill) Dead(rank int) bool { return p.ranks[rank].dead }
 func (p *Prefill) OnControl(now time.Time, rank int, frames [][]byte) error {
 	r := p.ranks[rank]
 	if r.dead {
-		p.probes.Hit(contract.ProbePrefillLoopDead)
+		// No probe: both runtimes stop calling a loop once it has died,
+		// as nothing read the upstream thread's socket after it died.
 		return ErrLoopDead
 	}
 	die := p.cfg.Regressions.On(contract.BootstrapThreadDeath)

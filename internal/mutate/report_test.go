@@ -91,8 +91,8 @@ func TestCoverageFromRuns(t *testing.T) {
 // be one: the fixed engine never runs it.
 func TestReportRegressionBranches(t *testing.T) {
 	t.Parallel()
-	rep := &Report{Seed: 1, RegressionBranches: map[string]string{"prefill/loop-dead": "bootstrap-thread-death"},
-		Outcomes: []Outcome{{Mutant: Mutant{Probe: "prefill/loop-dead", File: "engine/core/prefill.go", Line: 235, Kind: Skip}, Verdict: NotReached},
+	rep := &Report{Seed: 1, RegressionBranches: map[string]string{"prefill/abort-kills-loop": "bootstrap-thread-death"},
+		Outcomes: []Outcome{{Mutant: Mutant{Probe: "prefill/abort-kills-loop", File: "engine/core/prefill.go", Line: 235, Kind: Skip}, Verdict: NotReached},
 			{Mutant: Mutant{Probe: "decode/abort", File: "engine/core/decode.go", Line: 227, Kind: Skip}, Verdict: NotReached}}}
 	if s := rep.Summary(); !strings.Contains(s, "of the not reached, 1 break a regression's own branch") {
 		t.Errorf("summary:\n%s", s)

@@ -15,8 +15,8 @@ import (
 // a seed of a preset on the fixed engine or of a regression's catching
 // preset with that regression on: the gate's seeds 1-100 are fixed, so it
 // is hit every time), each with why: the branches no preset drives yet (a fault kind no
-// preset uses, a request shape the agents never send), races the presets
-// reach in some seeds only, and branches the runtime never takes. The
+// preset uses, a request shape the agents never send) and races the
+// presets reach in some seeds only. The
 // hostile-peer specs' hits count too (a status other than Failed, a KV
 // write naming another rank, a KV connection reset before decode's
 // reply, a route for a rank prefill lacks, a stream event that is not
@@ -27,14 +27,9 @@ import (
 // gate, naming it; a probe listed here that a run did hit is reported, so
 // the list shrinks as presets are added.
 func unreachableInGate() map[string]string {
-	const (
-		runtimeNever = "the runtime never takes this core branch: its loop stops at the first failure, as the upstream thread did"
-	)
 	return map[string]string{
 		"prefill/orphan-status-swept": "defensive backstop: every ordering that opens a room without a request also leaves its TransferInfo, swept first",
 		"prefill/no-transfer-info":    "needs an absent room that reads WaitingForInput on one rank while another forwards (unknown-room-waiting at TP>1)",
-		"prefill/loop-dead":           runtimeNever,
-		"decode/scheduler-hung":       runtimeNever,
 		"decode/status-unexpected":    "only a regression that loosens decode's status table, in an ordering its preset reaches in some seeds only",
 	}
 }
