@@ -29,6 +29,13 @@ type Config struct {
 	Faults []Fault
 	// Checks holds drain, probe and load floor settings.
 	Checks Checks
+	// Strangers adds, beside the load, a peer that is not the engine:
+	// decode gets status notices in states no prefill sends and, on
+	// Mooncake, chunks addressed to its own buffers that overrun their
+	// page or land on a committed room (what internal/testkit/hostilepeer
+	// sends live). The fixed engine refuses each; no scenario file sets
+	// it, swarm seeds draw it.
+	Strangers bool
 }
 
 // Checks are the judging knobs of a simulated run; zero fields take the

@@ -203,6 +203,9 @@ func (s *run) simulate(cfg Config) {
 	s.tick()
 	s.after(s.cfg.HeartbeatInterval, "decode/heartbeat", s.heartbeat)
 	s.startClients()
+	if cfg.Strangers {
+		s.startStrangers()
+	}
 	for t := 500 * time.Millisecond; t < cfg.Duration; t += 500 * time.Millisecond {
 		s.at(t, "recorder", func() { s.scrape(); s.snapRooms(false) })
 	}

@@ -17,7 +17,8 @@ const swarmStream = 0x737761726d // "swarm"
 // FoundationDB's and TigerBeetle's swarm testing do: each fault kind of a
 // palette is switched on with probability 1/3, with drawn parameters and
 // timing, and the cancel rates and kills are scaled or switched, so seeds
-// explore combinations no preset names. The scenario's own faults stay.
+// explore combinations no preset names; a third of them add a stranger
+// (Config.Strangers). The scenario's own faults stay.
 // The second result says what was drawn, one line.
 func Swarm(cfg Config, seed uint64) (Config, string) {
 	r := rand.New(rand.NewPCG(seed, swarmStream))
@@ -154,8 +155,11 @@ func Swarm(cfg Config, seed uint64) (Config, string) {
 				out.Engine.InflightTimeout.Round(time.Millisecond), out.Engine.WaitingTimeout.Round(time.Millisecond), out.Engine.AckTimeout.Round(time.Millisecond))
 		}
 	}
-	return out, fmt.Sprintf("swarm seed %d: faults [%s], cancel rates queued %.2f decode %.2f deadline %.2f, kill every %v, deadlines %s",
-		seed, strings.Join(drawn, " "), c.CancelQueuedRate, c.CancelDecodeRate, c.DeadlineRate, c.KillEvery, deadlines)
+	// After the deadlines, for the same reason: a third of the seeds add
+	// a stranger's messages, which no fault of a scenario makes.
+	out.Strangers = out.Strangers || r.IntN(3) == 0
+	return out, fmt.Sprintf("swarm seed %d: faults [%s], cancel rates queued %.2f decode %.2f deadline %.2f, kill every %v, deadlines %s, strangers %v",
+		seed, strings.Join(drawn, " "), c.CancelQueuedRate, c.CancelDecodeRate, c.DeadlineRate, c.KillEvery, deadlines, out.Strangers)
 }
 
 // resolvedDeadlines is cfg's engine config with its defaults filled in.

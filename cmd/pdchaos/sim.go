@@ -135,7 +135,7 @@ func newSimCmd() *cobra.Command {
 	fl.StringSliceVar(&regressions, "regression", nil, "switch on a known regression by name (repeatable)")
 	fl.BoolVar(&trace, "trace", false, "with --seed: print the interleaving (actor steps, messages, faults)")
 	fl.BoolVar(&probes, "probes", false, "print code probe coverage")
-	fl.BoolVar(&swarm, "swarm", false, "swarm testing: each seed also draws which fault kinds (and cancel and kill policies) are on, and half the seeds spread the deadlines apart")
+	fl.BoolVar(&swarm, "swarm", false, "swarm testing: each seed also draws which fault kinds (and cancel and kill policies) are on, half the seeds spread the deadlines apart, and a third add a stranger (a peer that is not the engine)")
 	fl.BoolVar(&first, "first", false, "stop at the first failing seed")
 	fl.StringVar(&shrinkTo, "shrink", "", "with --seed: shrink the failing run (fewer requests, faults, shorter) and write the minimal scenario file here")
 	fl.StringVar(&checker, "checker", "", "count a seed as failing only when this checker fails")

@@ -30,6 +30,13 @@ func (d *Decode) backstops() bool {
 	return !reg.On(contract.DecodeAbortLeak) && !reg.On(contract.BootstrapThreadDeath)
 }
 
+// Committed reports whether decode holds room with its KV taken as
+// complete (decoding, past its transfer).
+func (d *Decode) Committed(room uint64) bool {
+	req, ok := d.byRoom[room]
+	return ok && req.committed
+}
+
 // Hung reports whether the scheduler is wedged in a collective.
 func (d *Decode) Hung() bool { return d.hung }
 

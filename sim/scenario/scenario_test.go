@@ -454,3 +454,34 @@ func TestSwarmSpreadsDeadlines(t *testing.T) {
 		t.Errorf("%d of 60 swarm seeds spread the deadlines apart, want about half", spread)
 	}
 }
+
+// A stranger beside the load (Config.Strangers) reaches the branches only
+// a peer that is not the engine takes, in each dialect, and the fixed
+// engine passes every checker with it.
+func TestStrangersRefused(t *testing.T) {
+	t.Parallel()
+	for _, w := range contract.Wires() {
+		t.Run(string(w), func(t *testing.T) {
+			t.Parallel()
+			cfg := preset(t, "kv-pool-pressure")
+			cfg.Engine.Wire, cfg.Strangers, cfg.Duration = w, true, 5*time.Second
+			r, err := sim.Run(context.Background(), cfg, 1, sim.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Failed != "" {
+				c, _ := r.Checks.Get(r.Failed)
+				t.Fatalf("fixed engine with a stranger: %s failed: %s", r.Failed, c.Summary)
+			}
+			want := []contract.ProbeID{contract.ProbeDecodeStatusNotFailed}
+			if w == contract.WireMooncake {
+				want = append(want, contract.ProbeDecodeChunkOverrun, contract.ProbeDecodeChunkWrongStage)
+			}
+			for _, p := range want {
+				if r.Probes[p.String()] == 0 {
+					t.Errorf("probe %s not hit", p)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,77 @@
+package sim
+
+import (
+	"math"
+	"time"
+
+	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/engine/core"
+	"github.com/pdchaos/pdchaos/engine/model"
+)
+
+// strangerEvery is the mean pause between two of a stranger's messages.
+const strangerEvery = 10 * time.Millisecond
+
+// startStrangers starts the peer Config.Strangers asks for: until the
+// load ends, about every strangerEvery it sends one message no engine of
+// ours sends, as internal/testkit/hostilepeer does live. Its messages
+// reach decode on connections of their own, so no link fault touches them.
+func (s *run) startStrangers() {
+	var next func()
+	next = func() {
+		if s.now >= s.loadEnd {
+			return
+		}
+		s.stranger()
+		s.after(s.exp(strangerEvery), "stranger", next)
+	}
+	s.after(s.exp(strangerEvery), "stranger", next)
+}
+
+// stranger sends one message: a status notice in a state no prefill sends
+// (decode ignores it) for a room decode does not hold; or, on Mooncake,
+// where a stranger can address decode's own buffers (the session and base
+// address are the process's, not per peer as NIXL's agent names), a chunk
+// one token longer than its single page, that page past the pool (nothing
+// lands), or an empty chunk for a room decode holds committed (refused as
+// stray; the room's own chunks are all in).
+func (s *run) stranger() {
+	if s.dDown || s.frozen("decode") {
+		return
+	}
+	kinds := 1
+	if s.cfg.Wire == contract.WireMooncake {
+		kinds = 3
+	}
+	room := s.rng.Uint64() >> 1
+	switch s.rng.IntN(kinds) {
+	case 0:
+		st := []core.KVPoll{core.WaitingForInput, core.Transferring}[s.rng.IntN(2)]
+		n := s.notify[0]
+		n.frames = append(n.frames, s.wire.Status(room, st, 0, "stranger"))
+		s.tracef("stranger", "status %v for room %d to decode", st, room)
+		s.kick(&n.actor)
+	case 1:
+		per := model.KVBytesPerToken / s.cfg.TP
+		s.strangeChunk(room, []uint32{math.MaxUint32}, make([]byte, (s.cfg.PageSize+1)*per))
+	default:
+		for _, r := range s.dh.Held() {
+			if s.d.Committed(r.Room) {
+				s.strangeChunk(r.Room, nil, nil)
+				return
+			}
+		}
+	}
+}
+
+// strangeChunk lands a stranger's chunk on decode's rank 0, addressed to
+// decode's own buffers, as the KV listener takes one.
+func (s *run) strangeChunk(room uint64, pages []uint32, payload []byte) {
+	now := s.wall()
+	a := s.d.Config().Agents[0]
+	if s.d.AdmitKV(now, 0, room, 0, s.wire.KVTarget(a.Name, a.KVBase)) {
+		s.d.OnChunk(now, 0, room, 0, false, pages, 0, payload)
+	}
+	s.tracef("stranger", "chunk for room %d (%d pages, %d bytes) to decode", room, len(pages), len(payload))
+	s.kick(&s.dSched)
+}
