@@ -92,7 +92,8 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "pdchaos-mutants: no mutant matches --probes/--kinds")
 		return 3
 	}
-	opts := mutate.Options{Root: *root, Work: *work, Seed: *seed, MaxRuns: *maxRuns, RunTimeout: *timeout, Log: os.Stderr, SimSeeds: *simSeeds, SimSwarmSeeds: *swarm}
+	opts := mutate.Options{Root: *root, Work: *work, Seed: *seed, MaxRuns: *maxRuns, RunTimeout: *timeout, Log: os.Stderr, SimSeeds: *simSeeds, SimSwarmSeeds: *swarm,
+		RegressionCatches: regressionCatches()}
 	if *swarm < 0 || (*swarm > 0 && *simSeeds == 0) {
 		fmt.Fprintf(os.Stderr, "pdchaos-mutants: --sim-swarm %d: want a seed count, with --sim\n", *swarm)
 		return 3
@@ -143,6 +144,22 @@ func regressionBranches() map[string]string {
 	for _, p := range contract.Probes() {
 		if p.Regression != "" {
 			out[p.Name] = p.Regression
+		}
+	}
+	return out
+}
+
+// regressionCatches maps each probe of a regression's own branch to how
+// the gate catches that regression (contract.Catalogue).
+func regressionCatches() map[string]mutate.RegressionCatch {
+	caught := map[string]contract.Catch{}
+	for _, r := range contract.Catalogue() {
+		caught[r.Name] = r.Caught
+	}
+	out := map[string]mutate.RegressionCatch{}
+	for probe, reg := range regressionBranches() {
+		if c, ok := caught[reg]; ok {
+			out[probe] = mutate.RegressionCatch{Regression: reg, Preset: c.Scenario, Checker: c.Checker}
 		}
 	}
 	return out

@@ -20,3 +20,24 @@ func TestMutateWiresAreTheContracts(t *testing.T) {
 		t.Errorf("mutate.Wires %v; contract.Wires() %v", mutate.Wires, want)
 	}
 }
+
+// Every probe of a regression's own branch names a regression the
+// catalogue says how to catch, so the screen runs its mutants with the
+// regression on instead of calling them not reached.
+func TestEveryRegressionBranchHasACatch(t *testing.T) {
+	t.Parallel()
+	catches := regressionCatches()
+	for probe, reg := range regressionBranches() {
+		c, ok := catches[probe]
+		if !ok {
+			t.Errorf("probe %s: regression %s has no catching preset in contract.Catalogue", probe, reg)
+			continue
+		}
+		if c.Regression != reg || c.Preset == "" || c.Checker == "" {
+			t.Errorf("probe %s: catch %+v; want regression %s with a preset and a checker", probe, c, reg)
+		}
+	}
+	if len(catches) == 0 {
+		t.Error("no probe marks a regression's own branch")
+	}
+}

@@ -36,6 +36,9 @@ func (r *Report) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "mutants: %d; caught %d, missed %d, not reached %d, inconclusive %d, no build %d (not counted)\n",
 		len(r.Outcomes), c.ByVerdict[Caught], c.ByVerdict[Missed], c.ByVerdict[NotReached], c.ByVerdict[Inconclusive], c.ByVerdict[NoBuild])
+	if n := c.ByVerdict[StillCaught]; n > 0 {
+		fmt.Fprintf(&b, "and %d break a regression's own branch and leave the regression caught by its checker (the fixed engine never runs them)\n", n)
+	}
 	if n := r.regressionOnly(); n > 0 {
 		fmt.Fprintf(&b, "of the not reached, %d break a regression's own branch (run only with that regression on, never on the fixed engine)\n", n)
 	}
@@ -91,7 +94,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	var misses []Outcome
 	for _, o := range r.Outcomes {
-		if o.Verdict == Missed || o.Verdict == NotReached || o.Verdict == Inconclusive {
+		if o.Verdict == Missed || o.Verdict == NotReached || o.Verdict == Inconclusive || o.Verdict == StillCaught {
 			misses = append(misses, o)
 		}
 	}

@@ -21,9 +21,11 @@ func TestReportCounts(t *testing.T) {
 			{Mutant: m("c"), Verdict: Missed, Preset: "abort-storm"},
 			{Mutant: m("d"), Verdict: NotReached},
 			{Mutant: m("e"), Verdict: NoBuild},
+			{Mutant: m("f"), Verdict: StillCaught, Checker: "liveness", Preset: "abort-storm with bootstrap-thread-death"},
 		}}
 	sum := r.Summary()
-	for _, want := range []string{"caught 2, missed 1, not reached 1, inconclusive 0, no build 1", "faults-verified 1;", "slots-released 1;"} {
+	for _, want := range []string{"caught 2, missed 1, not reached 1, inconclusive 0, no build 1", "faults-verified 1;", "slots-released 1;",
+		"and 1 break a regression's own branch and leave the regression caught by its checker"} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("summary lacks %q:\n%s", want, sum)
 		}

@@ -35,7 +35,25 @@ const (
 	NoBuild Verdict = "no build"
 	// Inconclusive: a run proved nothing (exit 2 or 3) and none caught.
 	Inconclusive Verdict = "inconclusive"
+	// StillCaught: a mutant of a regression's own branch, run with the
+	// regression on, left the regression failing the checker that catches
+	// it. The gate cannot tell the variant from the regression, and need
+	// not: the fixed engine never runs the branch, and the variant is
+	// still a bug the gate fails.
+	StillCaught Verdict = "regression still caught"
 )
+
+// RegressionLost is the checker of a catch by a regression's own spec: a
+// mutant of that regression's branch, run with the regression on, left
+// the regression's catching preset passing the checker the gate requires
+// to fail, so the gate's spec for the regression fails.
+const RegressionLost = "regression-lost"
+
+// RegressionCatch is how the gate catches one known regression: its spec
+// runs Preset with Regression on and requires Checker to fail.
+type RegressionCatch struct {
+	Regression, Preset, Checker string
+}
 
 // Options configure a mutation run. The zero value of each field but Root
 // has the default its comment gives.
@@ -78,6 +96,16 @@ type Options struct {
 	// sim PRESET --swarm`) from Seed to every simulated run, as the gate
 	// explores them; 0: none.
 	SimSwarmSeeds int
+	// RegressionCatches maps each probe of a regression's own branch to
+	// how the gate catches that regression (the caller fills it from the
+	// probe table and the regression catalogue: this package imports
+	// nothing of the module it mutates). A mutant there that no coverage
+	// run reached (the fixed engine never runs it) runs the regression's
+	// catching preset with the regression on instead, as the gate's spec
+	// for it does: caught (RegressionLost) when the checker no longer
+	// fails, StillCaught when it still does. Nil: such mutants are not
+	// reached.
+	RegressionCatches map[string]RegressionCatch
 }
 
 func (o *Options) defaults() error {
@@ -208,7 +236,7 @@ func Run(ctx context.Context, opts Options, mutants []Mutant) (*Report, error) {
 		rep.Coverage = map[string]map[string]int64{}
 		for _, p := range opts.Presets {
 			fmt.Fprintf(opts.Log, "coverage: %s seed %d\n", p, opts.Seed)
-			r := opts.run(ctx, bin, dir, filepath.Join(opts.Work, "coverage"), p, nil)
+			r := opts.run(ctx, bin, dir, filepath.Join(opts.Work, "coverage"), p, nil, "")
 			rep.Coverage[p] = r.Probes
 			if r.ExitCode != 0 {
 				rep.CoverageFailures = append(rep.CoverageFailures, r)
@@ -242,25 +270,14 @@ func evaluate(ctx context.Context, opts Options, cov map[string]map[string]int64
 	probes := append([]string{m.Probe}, m.Also...)
 	presets := reaching(cov, probes)
 	if len(presets) == 0 {
+		if rc, ok := opts.RegressionCatches[m.Probe]; ok {
+			return evaluateRegression(ctx, opts, dir, m, rc)
+		}
 		o.Verdict = NotReached
 		return o
 	}
-	// Break the copy's file and put its own bytes back after: the copy
-	// holds one mutant at a time, and stays the tree copied at the start
-	// however Root changes during an hour-long run (restoring from Root
-	// mixed files edited since into the old tree).
-	path := filepath.Join(dir, m.File)
-	pristine, err := os.ReadFile(path)
-	if err != nil {
-		o.Verdict, o.BuildError = NoBuild, fmt.Sprintf("read %s: %v", m.File, err)
-		return o
-	}
-	defer func() { _ = os.WriteFile(path, pristine, 0o644) }()
-	if err := Apply(dir, m); err != nil {
-		o.Verdict, o.BuildError = NoBuild, err.Error()
-		return o
-	}
-	bin, err := Build(ctx, dir)
+	bin, restore, err := applyBuild(ctx, dir, m)
+	defer restore()
 	if err != nil {
 		o.Verdict, o.BuildError = NoBuild, err.Error()
 		return o
@@ -271,7 +288,7 @@ func evaluate(ctx context.Context, opts Options, cov map[string]map[string]int64
 	var hits int64
 	inconclusive := false
 	for _, p := range presets {
-		r := opts.run(ctx, bin, dir, filepath.Join(opts.Work, "runs", safe(m.ID())), p, probes)
+		r := opts.run(ctx, bin, dir, filepath.Join(opts.Work, "runs", safe(m.ID())), p, probes, "")
 		o.Runs = append(o.Runs, r)
 		hits += r.Hits
 		switch {
@@ -297,12 +314,68 @@ func evaluate(ctx context.Context, opts Options, cov map[string]map[string]int64
 	return o
 }
 
-// run is one preset's run against bin: live, or SimSeeds simulated seeds.
-func (o Options) run(ctx context.Context, bin, dir, under, preset string, probes []string) RunResult {
-	if o.SimSeeds > 0 {
-		return runSim(ctx, o, bin, dir, preset, probes)
+// applyBuild breaks the copy's file for m and builds the copy; restore
+// puts the file's own bytes back (call it whatever the error). The copy
+// holds one mutant at a time, and stays the tree copied at the start
+// however Root changes during an hour-long run (restoring from Root mixed
+// files edited since into the old tree).
+func applyBuild(ctx context.Context, dir string, m Mutant) (bin string, restore func(), err error) {
+	path := filepath.Join(dir, m.File)
+	pristine, err := os.ReadFile(path)
+	if err != nil {
+		return "", func() {}, fmt.Errorf("read %s: %w", m.File, err)
 	}
-	return runPreset(ctx, o, bin, dir, under, preset, probes)
+	restore = func() { _ = os.WriteFile(path, pristine, 0o644) }
+	if err := Apply(dir, m); err != nil {
+		return "", restore, err
+	}
+	bin, err = Build(ctx, dir)
+	return bin, restore, err
+}
+
+// evaluateRegression runs m, a mutant of rc's regression's own branch, as
+// the gate's spec for that regression runs: its catching preset with the
+// regression on (in the simulator, the plain seeds only, as the gate's
+// simulated spec explores them).
+func evaluateRegression(ctx context.Context, opts Options, dir string, m Mutant, rc RegressionCatch) Outcome {
+	o := Outcome{Mutant: m, Preset: rc.Preset + " with " + rc.Regression}
+	bin, restore, err := applyBuild(ctx, dir, m)
+	defer restore()
+	if err != nil {
+		o.Verdict, o.BuildError = NoBuild, err.Error()
+		return o
+	}
+	r := opts.run(ctx, bin, dir, filepath.Join(opts.Work, "runs", safe(m.ID())), rc.Preset, append([]string{m.Probe}, m.Also...), rc.Regression)
+	o.Runs = append(o.Runs, r)
+	o.Verdict, o.Checker = regressionVerdict(r, rc)
+	return o
+}
+
+// regressionVerdict judges a run of a regression's catching preset with
+// the regression on and one of its branches broken: the gate's spec for
+// the regression fails when the engine crashes or the checker it requires
+// no longer fails.
+func regressionVerdict(r RunResult, rc RegressionCatch) (Verdict, string) {
+	switch {
+	case r.Crashed:
+		return Caught, "crash"
+	case r.ExitCode != 0 && r.ExitCode != 1:
+		return Inconclusive, ""
+	case r.Hits == 0:
+		return NotReached, ""
+	case !slices.Contains(r.Failed, rc.Checker):
+		return Caught, RegressionLost
+	}
+	return StillCaught, rc.Checker
+}
+
+// run is one preset's run against bin, live or SimSeeds simulated seeds,
+// with regression on unless it is "".
+func (o Options) run(ctx context.Context, bin, dir, under, preset string, probes []string, regression string) RunResult {
+	if o.SimSeeds > 0 {
+		return runSim(ctx, o, bin, dir, preset, probes, regression)
+	}
+	return runPreset(ctx, o, bin, dir, under, preset, probes, regression)
 }
 
 // reaching lists the presets whose coverage run hit any of probes: first
@@ -380,12 +453,15 @@ func (rf resultFile) notPassed() []string {
 // runPreset runs `bin run preset --seed S --results under/preset` in the
 // copy and reads its result.json. The run gets its own process group, so
 // a timeout ends role processes with it.
-func runPreset(ctx context.Context, opts Options, bin, dir, under, preset string, probes []string) RunResult {
+func runPreset(ctx context.Context, opts Options, bin, dir, under, preset string, probes []string, regression string) RunResult {
 	res := RunResult{Preset: preset, Dir: filepath.Join(under, preset)}
 	_ = os.MkdirAll(res.Dir, 0o755)
 	var out bytes.Buffer
 	name, wire, _ := presetArgs(preset) // checked by Options.defaults
 	args := append([]string{"run", name, "--seed", fmt.Sprint(opts.Seed), "--results", res.Dir}, wire...)
+	if regression != "" {
+		args = append(args, "--regression", regression)
+	}
 	res.ExitCode = runBinary(ctx, opts.RunTimeout, bin, dir, &out, args...)
 	files, _ := filepath.Glob(filepath.Join(res.Dir, "*", "result.json"))
 	var rf resultFile

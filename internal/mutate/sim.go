@@ -72,16 +72,22 @@ func (s simOutput) checkers() []string {
 }
 
 // runSim runs `bin sim preset --seeds from..from+N-1 --probes` in the copy,
-// and as many swarm seeds again with --swarm when opts asks for them.
+// and as many swarm seeds again with --swarm when opts asks for them; with
+// a regression, the plain seeds only with it on, as the gate's simulated
+// spec for a regression explores them.
 // Hits counts the seeds that hit any of probes (a seed hitting two is
 // counted twice: enough to tell reached from not).
-func runSim(ctx context.Context, opts Options, bin, dir, preset string, probes []string) RunResult {
+func runSim(ctx context.Context, opts Options, bin, dir, preset string, probes []string, regression string) RunResult {
 	res := RunResult{Preset: preset}
 	name, wire, _ := presetArgs(preset) // checked by Options.defaults
 	passes := []struct {
 		n     int
 		extra []string
 	}{{opts.SimSeeds, nil}, {opts.SimSwarmSeeds, []string{"--swarm"}}}
+	if regression != "" {
+		passes = passes[:1]
+		passes[0].extra = []string{"--regression", regression}
+	}
 	var all simOutput
 	all.failed, all.probes = map[string]int{}, map[string]int64{}
 	for _, pass := range passes {

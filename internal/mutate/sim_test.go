@@ -92,3 +92,29 @@ func TestSimPresetsBothDialects(t *testing.T) {
 		t.Errorf("presetArgs: %q %v %v; want kv-link-faults with --wire mooncake", name, args, err)
 	}
 }
+
+// A mutant of a regression's own branch is caught when the regression's
+// catching run crashes or no longer fails the checker the gate requires;
+// still caught when that checker still fails; not reached when the branch
+// did not run.
+func TestRegressionVerdict(t *testing.T) {
+	t.Parallel()
+	rc := RegressionCatch{Regression: "bootstrap-thread-death", Preset: "abort-storm", Checker: "liveness"}
+	for _, c := range []struct {
+		name    string
+		run     RunResult
+		verdict Verdict
+		checker string
+	}{
+		{"still caught", RunResult{ExitCode: 1, Failed: []string{"rooms-terminal", "liveness"}, Hits: 3}, StillCaught, "liveness"},
+		{"lost", RunResult{ExitCode: 1, Failed: []string{"rooms-terminal"}, Hits: 3}, Caught, RegressionLost},
+		{"passes", RunResult{ExitCode: 0, Hits: 3}, Caught, RegressionLost},
+		{"crash", RunResult{ExitCode: 2, Crashed: true}, Caught, "crash"},
+		{"branch not run", RunResult{ExitCode: 1, Failed: []string{"liveness"}}, NotReached, ""},
+		{"run proved nothing", RunResult{ExitCode: 3, Hits: 3}, Inconclusive, ""},
+	} {
+		if v, ch := regressionVerdict(c.run, rc); v != c.verdict || ch != c.checker {
+			t.Errorf("%s: %s %q; want %s %q", c.name, v, ch, c.verdict, c.checker)
+		}
+	}
+}
