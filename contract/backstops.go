@@ -217,6 +217,16 @@ func FailureMemory(c EngineConfig) time.Duration { return 4 * c.BootstrapTimeout
 // every room paired with it at once.
 const HeartbeatFailures = 2
 
+// PeerLostDetail starts the reason of the Failed status decode writes for
+// each room paired with a prefill it declared lost (after "<writer>: "),
+// followed by that prefill's bootstrap address.
+const PeerLostDetail = "lost connection with prefill "
+
+// RouteLookupTimeout bounds decode's HTTP requests to a prefill's
+// bootstrap server for its routes: a stopped prefill holds the request
+// until it continues or this runs out (then the request fails with 502).
+const RouteLookupTimeout = 3 * time.Second
+
 // PeerLossDetection bounds how long after a prefill stops answering decode
 // declares it lost: a heartbeat every HeartbeatInterval, each waiting up
 // to one interval for its answer, HeartbeatFailures misses in a row (the

@@ -98,7 +98,7 @@ func startDecode(ctx context.Context, cfg contract.EngineConfig, addrs DecodeAdd
 	d.ctx, d.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	d.control = newPushPool(d.ctx, links, d.helloFor, d.probes, contract.SideDecode, cfg.PushQueueLen)
 	tr := &http.Transport{DialContext: links.dial, MaxIdleConnsPerHost: 4}
-	d.client = &http.Client{Transport: tr, Timeout: 3 * time.Second}
+	d.client = &http.Client{Transport: tr, Timeout: contract.RouteLookupTimeout}
 	links.watch(tr.CloseIdleConnections)
 	ok := false
 	defer func() {

@@ -26,6 +26,10 @@ type request struct {
 	// retry of the same room under retryRid, a new rid).
 	clientRoom uint64
 	retryRid   string
+	// routeAsked is when decode's leg began to wait on a stopped
+	// prefill's bootstrap server for its route (routeAsking).
+	routeAsked  time.Duration
+	routeAsking bool
 	// abortReq: the planned cancel is an /abort_request to both engines;
 	// abortSent says it went, at abortAt.
 	abortReq, abortSent bool
@@ -304,16 +308,30 @@ func (s *run) decodeGenerate(req *request) {
 		s.toClient(req, "connection refused", func() { s.decodeLegLost(req, "connection refused (decode killed)") })
 		return
 	}
-	if !s.routed && s.pDown {
-		// Decode resolves prefill's route on its bootstrap server, which
-		// died with the process: the request fails with a 502.
+	why := "connection refused (prefill killed)"
+	if !s.routed && !s.pDown && s.frozen("prefill") {
+		// Decode resolves prefill's route on its bootstrap server: a
+		// stopped process answers once it continues, if the lookup has
+		// not given up by then.
+		if !req.routeAsking {
+			req.routeAsking, req.routeAsked = true, s.now
+		}
+		if s.now-req.routeAsked < contract.RouteLookupTimeout {
+			s.after(heartbeatPoll, "decode/route", func() { s.decodeGenerate(req) })
+			return
+		}
+		why = "timed out (prefill stopped)"
+	}
+	if !s.routed && (s.pDown || req.routeAsking && s.frozen("prefill")) {
+		// The server died with the process, or the lookup timed out on
+		// a stopped one: the request fails with a 502.
 		s.dprobes.Hit(contract.ProbeDecodeRouteFailed)
 		req.dLive = false
 		s.toClient(req, "error 502", func() {
 			if usePrefill, _ := req.legs.DecodeAnswered(502); usePrefill {
 				return
 			}
-			s.onError(req, 502, "bootstrap route "+bootstrapAddr+": connection refused (prefill killed)")
+			s.onError(req, 502, "bootstrap route "+bootstrapAddr+": "+why)
 		})
 		return
 	}

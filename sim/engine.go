@@ -550,16 +550,41 @@ func (s *run) notifyStep(rank int) {
 // core.HeartbeatFailures misses in a row fail its rooms, retire decode's
 // name towards it and forget its route, so the next request resolves it
 // afresh and every rank registers the new name on a new connection.
+// heartbeat is decode's heartbeat thread, as live: every
+// HeartbeatInterval a GET to prefill's /health that waits up to one
+// interval for its answer. A stopped prefill answers once it continues,
+// in time or not; a killed one refuses the connection at once. A GET that
+// took the whole interval is followed by the next at once, as a ticker's
+// pending tick is.
 func (s *run) heartbeat() {
-	if s.routed && !s.frozen("decode") {
-		if lost, n := s.d.OnHeartbeat(s.wall(), bootstrapAddr, !s.frozen("prefill")); lost {
-			s.tracef("decode/heartbeat", "prefill lost: %d rooms failed, epoch now %d", n, s.d.Epoch(bootstrapAddr))
-			s.routed = false
-			s.kick(&s.dSched)
-		}
+	start := s.now
+	next := func() { s.at(max(start+s.cfg.HeartbeatInterval, s.now), "decode/heartbeat", s.heartbeat) }
+	if !s.routed || s.frozen("decode") {
+		next()
+		return
 	}
-	s.after(s.cfg.HeartbeatInterval, "decode/heartbeat", s.heartbeat)
+	var wait func()
+	wait = func() {
+		ok := !s.frozen("prefill")
+		if !ok && !s.pDown && s.now-start < s.cfg.HeartbeatInterval {
+			s.after(heartbeatPoll, "decode/heartbeat", wait)
+			return
+		}
+		if s.routed && !s.frozen("decode") {
+			if lost, n := s.d.OnHeartbeat(s.wall(), bootstrapAddr, ok); lost {
+				s.tracef("decode/heartbeat", "prefill lost: %d rooms failed, epoch now %d", n, s.d.Epoch(bootstrapAddr))
+				s.routed = false
+				s.kick(&s.dSched)
+			}
+		}
+		next()
+	}
+	wait()
 }
+
+// heartbeatPoll is how often a heartbeat waiting on a stopped prefill
+// looks whether it continued: the answer's moment to within this.
+const heartbeatPoll = 10 * time.Millisecond
 
 // tick is the idle loops' check interval: deadlines and queues are looked
 // at even when nothing wakes the loops.
