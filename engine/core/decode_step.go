@@ -636,5 +636,5 @@ func (d *Decode) OnHeartbeat(now time.Time, bootstrap string, ok bool) (lost boo
 // next resolve registers the new name.
 func (d *Decode) OnPrefillLost(now time.Time, bootstrap string) int {
 	d.retirePeer(now, bootstrap)
-	return d.failPeerRooms(now, bootstrap, "lost connection with prefill "+bootstrap, true)
+	return d.failPeerRooms(now, bootstrap, contract.PeerLostDetail+bootstrap, true)
 }

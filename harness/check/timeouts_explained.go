@@ -48,11 +48,14 @@ type firing struct {
 // deadline had run from what starts its clock (premature). And no room stays in a state longer than its
 // deadline (contract.StateDeadlines) plus contract.StateMargin, unless a
 // process or engine fault (which can stop the loop that enforces it)
-// overlapped that stay. Logs without the engine config or ended rooms (an
+// overlapped that stay. Decode declaring prefill lost sooner than its
+// heartbeat misses in a row allow, across a stop or kill of prefill's
+// process, fails too (lossesTooSoon). Logs without the engine config or ended rooms (an
 // external target, or recorded before this checker) are skipped.
 func checkTimeoutsExplained(v *View) CheckResult {
 	ev := map[string]int64{"backstops_fired": 0, "backstops_premature": 0, explainedFault: 0, explainedRegression: 0, explainedLoad: 0, explainedRace: 0, explainedPeer: 0,
-		"unexplained": 0, "states_checked": 0, "states_over_deadline": 0, "states_excused_by_fault": 0, "records_truncated": 0}
+		"unexplained": 0, "states_checked": 0, "states_over_deadline": 0, "states_excused_by_fault": 0, "records_truncated": 0,
+		"peer_losses_judged": 0, "peer_losses_too_soon": 0}
 	switch {
 	case v.Run.Engine == nil:
 		return result(contract.CheckTimeoutsExplained, Skip, ev, "the log records no engine config (an external target, or recorded before timeouts-explained)")
@@ -157,6 +160,11 @@ func checkTimeoutsExplained(v *View) CheckResult {
 		}
 	}
 	if len(v.Run.Engine.Regressions) == 0 {
+		for _, l := range v.lossesTooSoon(recs[contract.SideDecode], cfg, ev) {
+			ev["peer_losses_too_soon"]++
+			heads, bad = append(heads, l.head), append(bad, l.head+"; history: "+historyLine(l.room.Events, v.Run.BaseWall))
+			addStuck(contract.SideDecode, l.room, l.at)
+		}
 		for _, id := range sortedRooms(recs[contract.SideDecode]) {
 			r := recs[contract.SideDecode][id]
 			if head, at := v.outlivedPeerLoss(r, cfg); head != "" {
@@ -167,8 +175,8 @@ func checkTimeoutsExplained(v *View) CheckResult {
 		}
 	}
 	if len(bad) > 0 {
-		res := result(contract.CheckTimeoutsExplained, Fail, ev, "%d unexplained backstops, %d fired before their deadline, %d room states past their deadline, %d rooms outliving prefill's loss: %s",
-			ev["unexplained"], ev["backstops_premature"], ev["states_over_deadline"], ev["outlived_peer_loss"], joinLimit(heads, 2))
+		res := result(contract.CheckTimeoutsExplained, Fail, ev, "%d unexplained backstops, %d fired before their deadline, %d room states past their deadline, %d rooms outliving prefill's loss, %d losses declared too soon: %s",
+			ev["unexplained"], ev["backstops_premature"], ev["states_over_deadline"], ev["outlived_peer_loss"], ev["peer_losses_too_soon"], joinLimit(heads, 2))
 		res.Details, res.Stuck = bad, stuck
 		return res
 	}
@@ -591,6 +599,120 @@ func (v *View) outlivedPeerLoss(r contract.RoomRecord, cfg contract.EngineConfig
 		}
 	}
 	return "", 0
+}
+
+// lossTooSoon is one moment decode declared prefill lost sooner than its
+// heartbeats allow, with one of the rooms it failed then.
+type lossTooSoon struct {
+	head string
+	at   time.Duration
+	room contract.RoomRecord
+}
+
+// lossesTooSoon judges each moment decode declared prefill lost (the
+// Failed statuses it wrote then for the rooms paired with it,
+// contract.PeerLostDetail) while a stop or kill of prefill's process was
+// near: HeartbeatFailures misses in a row need prefill unreachable the
+// whole time they took. A miss is a GET to /health unanswered for one
+// heartbeat interval I; the next follows a tick later. A stopped process
+// answers once it continues, so each GET waits I out: HeartbeatFailures
+// intervals of stop before the loss. A killed one refuses at once, so its
+// misses are a tick apart: HeartbeatFailures-1 intervals. A quarter
+// interval is allowed at each end, and half at the start of a stop (a GET
+// sent just before it is answered late), and a killed process a
+// DefaultFaultMargin to come back up. A loss with no process fault of
+// prefill near it (load starving the heartbeat, a network fault), or with
+// one of decode's own (its ticks bunch up when it continues), is not
+// judged: what a miss needs there is not known.
+func (v *View) lossesTooSoon(decode map[uint64]contract.RoomRecord, cfg contract.EngineConfig, ev map[string]int64) []lossTooSoon {
+	iv := cfg.HeartbeatInterval
+	if iv <= 0 {
+		return nil
+	}
+	base := v.Run.BaseWall
+	// One loss fails every paired room in one step, at one time.
+	losses := map[time.Duration]contract.RoomRecord{}
+	for _, id := range sortedRooms(decode) {
+		r := decode[id]
+		for _, e := range r.Events {
+			if _, why, ok := strings.Cut(e.Detail, ": "); ok && e.Kind == contract.RoomEventStatus && e.Side == contract.SideDecode &&
+				e.State == contract.StateFailed && strings.HasPrefix(why, contract.PeerLostDetail) {
+				if _, seen := losses[e.At.Sub(base)]; !seen {
+					losses[e.At.Sub(base)] = r
+				}
+			}
+		}
+	}
+	type span struct {
+		from, to time.Duration
+		kill     bool
+		name     string
+	}
+	var prefill []span
+	decodeFault := func(from, to time.Duration) bool {
+		for _, w := range v.Faults {
+			if w.Applied && w.Layer == faults.LayerProcess && faultRole(w.Fault) == contract.SideDecode && w.Start <= to && (w.End == 0 || w.End >= from) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, w := range v.Faults {
+		if !w.Applied || w.Layer != faults.LayerProcess || faultRole(w.Fault) != contract.SidePrefill {
+			continue
+		}
+		s := span{from: w.Start, to: w.End, kill: strings.HasPrefix(w.Fault, "sigkill"), name: w.Fault}
+		if s.to == 0 {
+			s.to = time.Duration(1<<63 - 1)
+		} else if s.kill {
+			s.to += DefaultFaultMargin
+		}
+		prefill = append(prefill, s)
+	}
+	var out []lossTooSoon
+	times := make([]time.Duration, 0, len(losses))
+	for t := range losses {
+		times = append(times, t)
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	for _, t := range times {
+		near, killed := false, false
+		for _, s := range prefill {
+			if s.from <= t && s.to >= t-contract.PeerLossDetection(cfg)-DefaultFaultMargin {
+				near = true
+			}
+			if s.kill && s.from <= t && s.to >= t-iv/2 {
+				killed = true
+			}
+		}
+		if !near || decodeFault(t-contract.PeerLossDetection(cfg)-DefaultFaultMargin, t) {
+			continue
+		}
+		ev["peer_losses_judged"]++
+		need := time.Duration(contract.HeartbeatFailures)*iv - iv/2
+		if killed {
+			need = time.Duration(contract.HeartbeatFailures-1)*iv - iv/4
+		}
+		from, to := t-need-iv/4, t-iv/4
+		// Walk the union of prefill's outages forward from `from`.
+		reach := from
+		for moved := true; moved && reach < to; {
+			moved = false
+			for _, s := range prefill {
+				if s.from <= reach && s.to > reach {
+					reach, moved = s.to, true
+				}
+			}
+		}
+		if reach >= to {
+			continue
+		}
+		r := losses[t]
+		out = append(out, lossTooSoon{at: t, room: r, head: fmt.Sprintf(
+			"decode declared prefill lost at %v (room %d failed with it), but prefill's process was not unreachable throughout %v to %v, as %d heartbeat misses in a row (every %v, each waiting one) need: reachable again at %v",
+			t.Round(time.Millisecond), r.Room, from.Round(time.Millisecond), to.Round(time.Millisecond), contract.HeartbeatFailures, iv, reach.Round(time.Millisecond))})
+	}
+	return out
 }
 
 // decodeUpFrom is when, from t on, decode's process has been running for

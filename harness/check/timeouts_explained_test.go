@@ -392,3 +392,54 @@ func TestResentTooSoon(t *testing.T) {
 		}
 	}
 }
+
+// Decode may declare prefill lost only after HeartbeatFailures misses in
+// a row, so only when prefill's process was unreachable the whole time
+// they took: two intervals of stop, or one of kill (refused at once).
+// Room 7 fails with the loss at 10s; the heartbeat interval is 500ms.
+func TestLossesTooSoon(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+	const at = 10 * time.Second
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	lostRoom := contract.RoomRecord{Room: 7, Side: contract.SideDecode, Events: []contract.Event{
+		{At: base.Add(at - 3*time.Second), Side: contract.SideDecode, Kind: contract.RoomEventMetadataSent},
+		{At: base.Add(at), Side: contract.SideDecode, Kind: contract.RoomEventStatus, State: contract.StateFailed, Detail: "receiver: " + contract.PeerLostDetail + "127.0.0.1:8998"},
+	}}
+	otherRoom := contract.RoomRecord{Room: 8, Side: contract.SideDecode, Events: []contract.Event{
+		{At: base.Add(at), Side: contract.SideDecode, Kind: contract.RoomEventStatus, State: contract.StateFailed, Detail: "receiver: waiting timeout"},
+	}}
+	win := func(name string, from, to time.Duration) schedule.Record {
+		return schedule.Record{Fault: name, Layer: faults.LayerProcess, Applied: true, Start: at + from, End: at + to}
+	}
+	for _, tc := range []struct {
+		name   string
+		room   contract.RoomRecord
+		faults []schedule.Record
+		judged int64
+		early  int
+	}{
+		{"stopped two intervals", lostRoom, []schedule.Record{win("sigstop(prefill)", ms(-1200), ms(100))}, 1, 0},
+		{"stopped still, no end", lostRoom, []schedule.Record{{Fault: "sigstop(prefill)", Layer: faults.LayerProcess, Applied: true, Start: at - ms(1200)}}, 1, 0},
+		{"one short stop", lostRoom, []schedule.Record{win("sigstop(prefill)", ms(-700), ms(100))}, 1, 1},
+		{"two short stops with a good beat between", lostRoom, []schedule.Record{win("sigstop(prefill)", ms(-2000), ms(-1300)), win("sigstop(prefill)", ms(-700), 0)}, 1, 1},
+		{"stops back to back", lostRoom, []schedule.Record{win("sigstop(prefill)", ms(-1200), ms(-600)), win("sigstop(prefill)", ms(-600), 0)}, 1, 0},
+		{"killed one interval", lostRoom, []schedule.Record{win("sigkill(prefill,restart)", ms(-600), ms(-500))}, 1, 0},
+		{"killed just now", lostRoom, []schedule.Record{win("sigkill(prefill,restart)", ms(-300), ms(100))}, 1, 1},
+		{"no fault of prefill near", lostRoom, []schedule.Record{win("sigstop(prefill)", -6*time.Second, -5*time.Second)}, 0, 0},
+		{"decode stopped too", lostRoom, []schedule.Record{win("sigstop(prefill)", ms(-700), ms(100)), win("sigstop(decode)", -2*time.Second, -time.Second)}, 0, 0},
+		{"a failure of another cause", otherRoom, []schedule.Record{win("sigstop(prefill)", ms(-700), ms(100))}, 0, 0},
+	} {
+		v := &View{Run: RunInfo{BaseWall: base}, Faults: tc.faults}
+		ev := map[string]int64{}
+		got := v.lossesTooSoon(map[uint64]contract.RoomRecord{tc.room.Room: tc.room}, contract.EngineConfig{HeartbeatInterval: 500 * time.Millisecond}, ev)
+		if len(got) != tc.early || ev["peer_losses_judged"] != tc.judged {
+			t.Errorf("%s: %d too soon (%v), %d judged; want %d and %d", tc.name, len(got), got, ev["peer_losses_judged"], tc.early, tc.judged)
+		}
+		for _, l := range got {
+			if !strings.Contains(l.head, "room 7") || l.at != at {
+				t.Errorf("%s: %q at %v; want room 7 at %v", tc.name, l.head, l.at, at)
+			}
+		}
+	}
+}

@@ -37,6 +37,7 @@ func Presets() map[string]PresetLabels {
 		"tp2-rank-lost":            {[]string{"tp", "prefill"}, false},
 		"prefill-lost":             {[]string{"prefill", "decode", "procs"}, false},
 		"prefill-lost-mooncake":    {[]string{"prefill", "decode", "procs"}, false},
+		"prefill-flaps":            {[]string{"prefill", "decode", "procs"}, false},
 		"prefill-restart":          {[]string{"prefill", "decode", "procs"}, true},
 		"push-queues-full":         {[]string{"control-link", "prefill", "decode"}, false},
 		"kv-write-broken":          {[]string{"transfer", "prefill"}, false},
