@@ -44,6 +44,13 @@ func IsNotifyLink(name string) bool {
 	return err == nil && n == 1 && name == NotifyLink(rank)
 }
 
+// IsControlLink reports whether name is a ControlLink of some rank.
+func IsControlLink(name string) bool {
+	var rank int
+	n, err := fmt.Sscanf(name, "control/%d", &rank)
+	return err == nil && n == 1 && name == ControlLink(rank)
+}
+
 // KVLink names the prefill→decode KV link of a decode rank.
 func KVLink(rank int) string { return fmt.Sprintf("kv/%d", rank) }
 

@@ -2,6 +2,8 @@ package check
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -55,7 +57,7 @@ type firing struct {
 func checkTimeoutsExplained(v *View) CheckResult {
 	ev := map[string]int64{"backstops_fired": 0, "backstops_premature": 0, explainedFault: 0, explainedRegression: 0, explainedLoad: 0, explainedRace: 0, explainedPeer: 0,
 		"unexplained": 0, "states_checked": 0, "states_over_deadline": 0, "states_excused_by_fault": 0, "records_truncated": 0,
-		"peer_losses_judged": 0, "peer_losses_too_soon": 0}
+		"peer_losses_judged": 0, "peer_losses_too_soon": 0, "failures_unanswered": 0}
 	switch {
 	case v.Run.Engine == nil:
 		return result(contract.CheckTimeoutsExplained, Skip, ev, "the log records no engine config (an external target, or recorded before timeouts-explained)")
@@ -160,6 +162,14 @@ func checkTimeoutsExplained(v *View) CheckResult {
 		}
 	}
 	if len(v.Run.Engine.Regressions) == 0 {
+		for _, id := range sortedRooms(recs[contract.SidePrefill]) {
+			r := recs[contract.SidePrefill][id]
+			if head, at := v.failureUnanswered(r, cfg); head != "" {
+				ev["failures_unanswered"]++
+				heads, bad = append(heads, head), append(bad, head+"; prefill history: "+historyLine(r.Events, v.Run.BaseWall))
+				addStuck(contract.SidePrefill, r, at)
+			}
+		}
 		for _, l := range v.lossesTooSoon(recs[contract.SideDecode], cfg, ev) {
 			ev["peer_losses_too_soon"]++
 			heads, bad = append(heads, l.head), append(bad, l.head+"; history: "+historyLine(l.room.Events, v.Run.BaseWall))
@@ -175,8 +185,8 @@ func checkTimeoutsExplained(v *View) CheckResult {
 		}
 	}
 	if len(bad) > 0 {
-		res := result(contract.CheckTimeoutsExplained, Fail, ev, "%d unexplained backstops, %d fired before their deadline, %d room states past their deadline, %d rooms outliving prefill's loss, %d losses declared too soon: %s",
-			ev["unexplained"], ev["backstops_premature"], ev["states_over_deadline"], ev["outlived_peer_loss"], ev["peer_losses_too_soon"], joinLimit(heads, 2))
+		res := result(contract.CheckTimeoutsExplained, Fail, ev, "%d unexplained backstops, %d fired before their deadline, %d room states past their deadline, %d rooms outliving prefill's loss, %d losses declared too soon, %d failures prefill did not answer: %s",
+			ev["unexplained"], ev["backstops_premature"], ev["states_over_deadline"], ev["outlived_peer_loss"], ev["peer_losses_too_soon"], ev["failures_unanswered"], joinLimit(heads, 2))
 		res.Details, res.Stuck = bad, stuck
 		return res
 	}
@@ -254,6 +264,9 @@ func (v *View) explain(f firing, own, peer contract.RoomRecord, hasPeer bool) (h
 	}
 	if why := unsentFailNotice(f, peer, hasPeer); why != "" {
 		// No fault explains it: nothing stops prefill sending.
+		return "", why
+	}
+	if why := v.failureNotAnswered(f, own, peer, hasPeer); why != "" {
 		return "", why
 	}
 	if sent := failNoticeSent(f, peer, hasPeer); !sent.IsZero() && f.at.Sub(sent) >= DefaultRaceWindow {
@@ -601,6 +614,73 @@ func (v *View) outlivedPeerLoss(r contract.RoomRecord, cfg contract.EngineConfig
 	return "", 0
 }
 
+// failureUnanswered says why prefill's record of a room is a violation
+// when a rank failed the room before decode's TransferInfo reached it (a
+// client's abort, the bootstrap deadline, decode's ABORT, or that ABORT
+// remembered for a room the rank did not hold yet), cleared it,
+// and then took a TransferInfo for it as a new one within its failure
+// memory (contract.FailureMemory) without telling decode: the fixed
+// engine answers such a TransferInfo with a Failed status (or, for a room
+// decode aborted, ignores it), so decode is not left to wait out its
+// waiting deadline (300 s on SGLang) and nothing is reopened just to be
+// swept. A new request for the room starts afresh; a kill of prefill's
+// process in between (the successor remembers nothing) excuses it. "" when
+// that is not the case.
+func (v *View) failureUnanswered(r contract.RoomRecord, cfg contract.EngineConfig) (string, time.Duration) {
+	base := v.Run.BaseWall
+	memory := contract.FailureMemory(cfg)
+	type rankState struct {
+		metadata, cleared, answered bool
+		failedAt                    time.Time
+	}
+	ranks := map[int]*rankState{}
+	at := func(rank int) *rankState {
+		if ranks[rank] == nil {
+			ranks[rank] = &rankState{}
+		}
+		return ranks[rank]
+	}
+	for _, e := range sortedEvents(r.Events) {
+		if e.Side != contract.SidePrefill {
+			continue
+		}
+		if _, created := contract.CreatedRid(e.Detail); created && (e.Kind == contract.RoomEventStatus || e.Kind == contract.RoomEventRequest) {
+			// A request for the room, new or a retry: its own life.
+			for _, st := range ranks {
+				*st = rankState{}
+			}
+			continue
+		}
+		st := at(e.Rank)
+		switch e.Kind {
+		case contract.RoomEventStatus:
+			if e.State == contract.StateFailed && st.failedAt.IsZero() && !st.metadata {
+				st.failedAt = e.At
+			}
+		case contract.RoomEventAbortTombstone:
+			// Decode's ABORT for a room the rank did not hold: remembered
+			// as Failed, with nothing held to clear.
+			if st.failedAt.IsZero() && !st.metadata {
+				st.failedAt, st.cleared = e.At, true
+			}
+		case contract.RoomEventClear:
+			if !st.failedAt.IsZero() {
+				st.cleared = true
+			}
+		case contract.RoomEventFailNotice:
+			st.answered = true
+		case contract.RoomEventMetadata:
+			if st.cleared && !st.answered && e.At.Sub(st.failedAt) < memory &&
+				!v.roleKilledDuring(contract.SidePrefill, st.failedAt.Sub(base), e.At.Sub(base)) {
+				return fmt.Sprintf("room %d: prefill rank %d failed it at %v before decode's TransferInfo came, then took one at %v (within its failure memory of %v) as new and told decode nothing",
+					r.Room, e.Rank, st.failedAt.Sub(base).Round(time.Millisecond), e.At.Sub(base).Round(time.Millisecond), memory), e.At.Sub(base)
+			}
+			st.metadata = true
+		}
+	}
+	return "", 0
+}
+
 // lossTooSoon is one moment decode declared prefill lost sooner than its
 // heartbeats allow, with one of the rooms it failed then.
 type lossTooSoon struct {
@@ -770,6 +850,107 @@ func peerBackstopExplains(f, p firing, own contract.RoomRecord, cfg contract.Eng
 	for _, e := range own.Events {
 		if e.Kind == contract.RoomEventMetadataSent && e.At.Sub(p.at) > contract.FailureMemory(cfg) {
 			return true
+		}
+	}
+	return false
+}
+
+// failureNotAnswered says why decode's waiting deadline firing is
+// unexplained when a prefill rank had failed the room before decode's
+// TransferInfo could reach it (its request aborted or past its bootstrap
+// deadline, no TransferInfo held) and cleared it, decode then sent its
+// TransferInfo within prefill's failure memory (contract.FailureMemory,
+// less DefaultFaultMargin), and prefill neither answered it with a failure
+// notice nor took it: the fixed engine answers such a TransferInfo Failed
+// at once. Only a fault that can lose or hold back the TransferInfo or
+// the answer (answerFaultDuring) from its sending to the firing excuses
+// it. "" when that is not the case.
+func (v *View) failureNotAnswered(f firing, own, peer contract.RoomRecord, hasPeer bool) string {
+	if f.b.Name != contract.BackstopWaiting || !hasPeer {
+		return ""
+	}
+	var sent time.Time
+	for _, e := range own.Events {
+		if e.Side == contract.SideDecode && e.Kind == contract.RoomEventMetadataSent && !e.At.After(f.at) && e.At.After(sent) {
+			sent = e.At
+		}
+	}
+	if sent.IsZero() {
+		return ""
+	}
+	cfg, _, err := v.Run.Engine.Resolve()
+	if err != nil {
+		return ""
+	}
+	memory := contract.FailureMemory(cfg) - DefaultFaultMargin
+	type rankState struct {
+		metadata, cleared, told bool
+		failedAt                time.Time
+	}
+	ranks := map[int]*rankState{}
+	for _, e := range sortedEvents(peer.Events) {
+		if e.Side != contract.SidePrefill || e.At.After(f.at) {
+			continue
+		}
+		if _, created := contract.CreatedRid(e.Detail); created && (e.Kind == contract.RoomEventStatus || e.Kind == contract.RoomEventRequest) && e.At.Before(sent) {
+			ranks = map[int]*rankState{} // a request for the room: its own life
+			continue
+		}
+		st := ranks[e.Rank]
+		if st == nil {
+			st = &rankState{}
+			ranks[e.Rank] = st
+		}
+		switch e.Kind {
+		case contract.RoomEventStatus:
+			if e.State == contract.StateFailed && st.failedAt.IsZero() && !st.metadata {
+				st.failedAt = e.At
+			}
+		case contract.RoomEventClear:
+			st.cleared = st.cleared || !st.failedAt.IsZero() && e.At.Before(sent)
+		case contract.RoomEventFailNotice:
+			st.told = true
+		case contract.RoomEventMetadata:
+			st.metadata = true
+		}
+	}
+	base := v.Run.BaseWall
+	for _, rank := range slices.Sorted(maps.Keys(ranks)) {
+		st := ranks[rank]
+		if !st.cleared || st.told || st.metadata || sent.Sub(st.failedAt) >= memory {
+			continue
+		}
+		if v.answerFaultDuring(sent.Sub(base), f.at.Sub(base)) {
+			return ""
+		}
+		return fmt.Sprintf("prefill rank %d had failed the room at %v, before decode's TransferInfo (sent at %v, within prefill's failure memory), and never answered it Failed",
+			rank, st.failedAt.Sub(base).Round(time.Millisecond), sent.Sub(base).Round(time.Millisecond))
+	}
+	return ""
+}
+
+// answerFaultDuring reports whether a fault that can lose or hold back
+// decode's TransferInfo or prefill's answer to it overlapped [from, to]:
+// one on a control or notify link (or a network or protocol fault whose
+// link its name does not give), a process fault, or a stall of prefill's
+// bootstrap loop or decode's scheduler. Paused transfer workers, KV link
+// and client faults cannot.
+func (v *View) answerFaultDuring(from, to time.Duration) bool {
+	for _, f := range v.Faults {
+		if !f.Applied || f.Start > to || (f.End != 0 && f.End < from) {
+			continue
+		}
+		switch f.Layer {
+		case faults.LayerNetwork, faults.LayerProtocol:
+			if link := faultLink(f.Fault); link == "" || contract.IsControlLink(link) || contract.IsNotifyLink(link) {
+				return true
+			}
+		case faults.LayerProcess:
+			return true
+		case faults.LayerEngine:
+			if strings.HasPrefix(f.Fault, "stall-bootstrap-loop") || strings.HasPrefix(f.Fault, "stall-scheduler") {
+				return true
+			}
 		}
 	}
 	return false

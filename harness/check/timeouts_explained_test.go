@@ -443,3 +443,86 @@ func TestLossesTooSoon(t *testing.T) {
 		}
 	}
 }
+
+// A prefill rank that failed a room before decode's TransferInfo reached
+// it answers that TransferInfo Failed (or ignores it, for a room decode
+// aborted): taking it as new within the failure memory is a violation,
+// and so is decode waiting out its deadline for an answer prefill never
+// sent, unless a fault could have lost the TransferInfo or the answer.
+// Bootstrap timeout 2 s, so the memory is 8 s.
+func TestFailuresPrefillDidNotAnswer(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+	cfg := contract.EngineConfig{BootstrapTimeout: 2 * time.Second, WaitingTimeout: 2 * time.Second}
+	s := func(n float64) time.Time { return base.Add(time.Duration(n * float64(time.Second))) }
+	pe := func(at float64, kind, state, detail string) contract.Event {
+		return contract.Event{At: s(at), Side: contract.SidePrefill, Kind: kind, State: state, Detail: detail}
+	}
+	failed := []contract.Event{
+		pe(1, contract.RoomEventStatus, contract.StateBootstrapping, "sender: "+contract.CreatedFor("r1")),
+		pe(3, contract.RoomEventStatus, contract.StateFailed, "sender: bootstrap timeout"),
+		pe(3.1, contract.RoomEventClear, "", "request finished"),
+	}
+	with := func(es ...contract.Event) contract.RoomRecord {
+		return contract.RoomRecord{Room: 5, Side: contract.SidePrefill, Events: append(slices.Clone(failed), es...)}
+	}
+	t.Run("taken as new", func(t *testing.T) {
+		t.Parallel()
+		v := &View{Run: RunInfo{BaseWall: base, Engine: &cfg}}
+		for _, tc := range []struct {
+			name string
+			rec  contract.RoomRecord
+			bad  bool
+		}{
+			{"answered", with(pe(4, contract.RoomEventFailNotice, "", "Failed status sent to decode")), false},
+			{"taken as new", with(pe(4, contract.RoomEventMetadata, "", "4 pages from d0"), pe(4, contract.RoomEventStatus, contract.StateWaitingForInput, "bootstrap: metadata arrived")), true},
+			{"after the memory", with(pe(12, contract.RoomEventMetadata, "", "4 pages from d0")), false},
+			{"a new request first", with(pe(5, contract.RoomEventStatus, contract.StateBootstrapping, "sender: "+contract.CreatedFor("r2")), pe(6, contract.RoomEventMetadata, "", "4 pages from d0")), false},
+			{"answered, then a duplicate", with(pe(4, contract.RoomEventFailNotice, "", "sent"), pe(4.5, contract.RoomEventMetadata, "", "4 pages from d0")), false},
+		} {
+			if head, _ := v.failureUnanswered(tc.rec, cfg); (head != "") != tc.bad {
+				t.Errorf("%s: %q; want a violation: %v", tc.name, head, tc.bad)
+			}
+		}
+		aborted := contract.RoomRecord{Room: 6, Side: contract.SidePrefill, Events: []contract.Event{
+			pe(1, contract.RoomEventAbortReceived, "", "ABORT from decode"),
+			pe(1, contract.RoomEventAbortTombstone, contract.StateFailed, "bootstrap: decode ABORT"),
+		}}
+		if head, _ := v.failureUnanswered(aborted, cfg); head != "" {
+			t.Errorf("decode's ABORT remembered: %q; want no violation", head)
+		}
+		aborted.Events = append(aborted.Events, pe(2, contract.RoomEventMetadata, "", "4 pages from d0"))
+		if head, _ := v.failureUnanswered(aborted, cfg); head == "" {
+			t.Error("a TransferInfo taken for a room decode aborted: no violation")
+		}
+		killed := &View{Run: RunInfo{BaseWall: base, Engine: &cfg}, Faults: []schedule.Record{{Fault: "sigkill(prefill,restart)", Layer: faults.LayerProcess, Applied: true, Start: 3500 * time.Millisecond, End: 3600 * time.Millisecond}}}
+		if head, _ := killed.failureUnanswered(with(pe(4, contract.RoomEventMetadata, "", "4 pages from d0")), cfg); head != "" {
+			t.Errorf("prefill killed in between: %q; want no violation (its successor remembers nothing)", head)
+		}
+	})
+	t.Run("decode left waiting", func(t *testing.T) {
+		t.Parallel()
+		decode := contract.RoomRecord{Room: 5, Side: contract.SideDecode, Events: []contract.Event{
+			{At: s(4), Side: contract.SideDecode, Kind: contract.RoomEventMetadataSent},
+			{At: s(6), Side: contract.SideDecode, Kind: contract.RoomEventStatus, State: contract.StateFailed, Detail: "receiver: waiting timeout"},
+		}}
+		f := firing{b: contract.LookupBackstop(contract.BackstopWaiting), room: 5, at: s(6)}
+		for _, tc := range []struct {
+			name    string
+			prefill contract.RoomRecord
+			faults  []schedule.Record
+			bad     bool
+		}{
+			{"never answered", with(), nil, true},
+			{"answered", with(pe(4.1, contract.RoomEventFailNotice, "", "sent")), nil, false},
+			{"a control link dropping messages", with(), []schedule.Record{{Fault: "drop(control/0,metadata)", Layer: faults.LayerProtocol, Applied: true, Start: 3 * time.Second, End: 5 * time.Second}}, false},
+			{"paused transfer workers cannot lose it", with(), []schedule.Record{{Fault: "pause-transfer-workers(prefill/0)", Layer: faults.LayerEngine, Applied: true, Start: 3 * time.Second, End: 5 * time.Second}}, true},
+			{"decode stopped before it sent", with(), []schedule.Record{{Fault: "sigstop(decode)", Layer: faults.LayerProcess, Applied: true, Start: time.Second, End: 3900 * time.Millisecond}}, true},
+		} {
+			v := &View{Run: RunInfo{BaseWall: base, Engine: &cfg}, Faults: tc.faults}
+			if why := v.failureNotAnswered(f, decode, tc.prefill, true); (why != "") != tc.bad {
+				t.Errorf("%s: %q; want a violation: %v", tc.name, why, tc.bad)
+			}
+		}
+	})
+}
