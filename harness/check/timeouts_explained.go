@@ -161,26 +161,24 @@ func checkTimeoutsExplained(v *View) CheckResult {
 			}
 		}
 	}
+	// finding records one violation of a rule read off one room's record.
+	finding := func(key, role, head string, r contract.RoomRecord, at time.Duration) {
+		ev[key]++
+		heads, bad = append(heads, head), append(bad, head+"; "+role+" history: "+historyLine(r.Events, v.Run.BaseWall))
+		addStuck(role, r, at)
+	}
 	if len(v.Run.Engine.Regressions) == 0 {
 		for _, id := range sortedRooms(recs[contract.SidePrefill]) {
-			r := recs[contract.SidePrefill][id]
-			if head, at := v.failureUnanswered(r, cfg); head != "" {
-				ev["failures_unanswered"]++
-				heads, bad = append(heads, head), append(bad, head+"; prefill history: "+historyLine(r.Events, v.Run.BaseWall))
-				addStuck(contract.SidePrefill, r, at)
+			if head, at := v.failureUnanswered(recs[contract.SidePrefill][id], cfg); head != "" {
+				finding("failures_unanswered", contract.SidePrefill, head, recs[contract.SidePrefill][id], at)
 			}
 		}
 		for _, l := range v.lossesTooSoon(recs[contract.SideDecode], cfg, ev) {
-			ev["peer_losses_too_soon"]++
-			heads, bad = append(heads, l.head), append(bad, l.head+"; history: "+historyLine(l.room.Events, v.Run.BaseWall))
-			addStuck(contract.SideDecode, l.room, l.at)
+			finding("peer_losses_too_soon", contract.SideDecode, l.head, l.room, l.at)
 		}
 		for _, id := range sortedRooms(recs[contract.SideDecode]) {
-			r := recs[contract.SideDecode][id]
-			if head, at := v.outlivedPeerLoss(r, cfg); head != "" {
-				ev["outlived_peer_loss"]++
-				heads, bad = append(heads, head), append(bad, head+"; history: "+historyLine(r.Events, v.Run.BaseWall))
-				addStuck(contract.SideDecode, r, at)
+			if head, at := v.outlivedPeerLoss(recs[contract.SideDecode][id], cfg); head != "" {
+				finding("outlived_peer_loss", contract.SideDecode, head, recs[contract.SideDecode][id], at)
 			}
 		}
 	}

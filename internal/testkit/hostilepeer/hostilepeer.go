@@ -349,15 +349,10 @@ func (h *Peers) junk(ctx context.Context) error {
 	}
 	var d net.Dialer
 	for i := 0; ctx.Err() == nil; i++ {
-		conn, err := d.DialContext(ctx, "tcp", h.pa.Control[0])
-		if err != nil {
-			if stopping(ctx) {
-				return nil
-			}
-			return fmt.Errorf("hostile junk dial: %w", err)
+		conn, err := dialWrite(ctx, &d, h.pa.Control[0], cases[i%len(cases)])
+		if conn == nil {
+			return wrap("hostile junk", err)
 		}
-		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-		_, err = conn.Write(cases[i%len(cases)])
 		if err == nil {
 			// Prefill answers with its greeting (and READY), then drops
 			// the connection: read to its end, so it is counted before
@@ -378,6 +373,31 @@ func (h *Peers) junk(ctx context.Context) error {
 func stopping(ctx context.Context) bool {
 	dl, ok := ctx.Deadline()
 	return ctx.Err() != nil || ok && !time.Now().Before(dl)
+}
+
+// dialWrite opens a connection of its own to addr, bounded to 5 s, and
+// writes b on it. conn is nil when the dial failed: err says why, or is
+// nil when the dial failed because the peers are stopping. Otherwise err
+// is the write's.
+func dialWrite(ctx context.Context, d *net.Dialer, addr string, b []byte) (conn net.Conn, err error) {
+	conn, err = d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		if stopping(ctx) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	_, err = conn.Write(b)
+	return conn, err
+}
+
+// wrap prefixes a non-nil err with what was being done.
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // kvMsg encodes one KV message as engine/kvwire.go lays it out.
@@ -442,15 +462,10 @@ func (h *Peers) kv(ctx context.Context, rng *rand.Rand) error {
 				kvCase{b: kvMsg(1, room, 0, 1, []uint32{math.MaxUint32}, uint32(len(over)), over, h.targets[0]), reply: true})
 		}
 		for _, c := range cases {
-			conn, err := d.DialContext(ctx, "tcp", h.da.KV[0])
-			if err != nil {
-				if stopping(ctx) {
-					return nil
-				}
-				return fmt.Errorf("hostile kv dial: %w", err)
+			conn, err := dialWrite(ctx, &d, h.da.KV[0], c.b)
+			if conn == nil {
+				return wrap("hostile kv", err)
 			}
-			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-			_, err = conn.Write(c.b)
 			if c.reset {
 				if tc, ok := conn.(*net.TCPConn); ok {
 					_ = tc.SetLinger(0) // Close sends RST, not FIN
@@ -514,15 +529,10 @@ func (h *Peers) held(ctx context.Context) error {
 				continue
 			}
 			sent[r.Room] = true
-			conn, err := d.DialContext(ctx, "tcp", h.da.KV[0])
-			if err != nil {
-				if stopping(ctx) {
-					return nil
-				}
-				return fmt.Errorf("hostile held-room kv dial: %w", err)
+			conn, err := dialWrite(ctx, &d, h.da.KV[0], kvMsg(1, r.Room, 0, 0, nil, 0, nil, h.targets[0]))
+			if conn == nil {
+				return wrap("hostile held-room kv", err)
 			}
-			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-			_, err = conn.Write(kvMsg(1, r.Room, 0, 0, nil, 0, nil, h.targets[0]))
 			var reply [1]byte
 			if err == nil {
 				if _, err = conn.Read(reply[:]); err == nil && reply[0] != contract.KVReplyInactive {
