@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -17,10 +18,12 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine"
+	"github.com/pdchaos/pdchaos/engine/core"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/internal/testkit"
 	"github.com/pdchaos/pdchaos/internal/testkit/hostilepeer"
 	"github.com/pdchaos/pdchaos/suites/labels"
+	"github.com/pdchaos/pdchaos/zmtp"
 )
 
 // hostileFor is how long the hostile peers run beside the load in each
@@ -34,6 +37,7 @@ func hostileKey(what string) string { return "hostile " + what }
 const (
 	hostileDecodeStream = "decode stream"
 	hostileMalformed    = "malformed kills loop"
+	hostileBroken       = "broken connections"
 )
 
 // hostileKeys are the hostile specs' coverage keys, for the probe check.
@@ -42,7 +46,7 @@ func hostileKeys() []string {
 	for _, w := range contract.Wires() {
 		keys = append(keys, hostileKey(string(w)))
 	}
-	return append(keys, hostileKey(hostileDecodeStream), hostileKey(hostileMalformed))
+	return append(keys, hostileKey(hostileDecodeStream), hostileKey(hostileMalformed), hostileKey(hostileBroken))
 }
 
 // hostilePeers are the specs whose traffic no fault of a preset makes: a
@@ -135,6 +139,93 @@ func hostilePeers(v labels.Vocabulary, cov *probeCoverage) {
 		Expect(hits).To(HaveKey("prefill/malformed-kills-loop"), "the loop died by the malformed-message branch")
 		cov.addLive(hostileKey(hostileMalformed), hits)
 	}, SpecTimeout(time.Minute))
+
+	It("a peer's connection reset between two messages fails the next send on each side, and the one after goes out", v.Label(labels.Component("prefill"), labels.Component("decode")), func(ctx SpecContext) {
+		// Short deadlines: decode's requests towards the sink end by its
+		// waiting deadline and their ABORTs' ACK timeouts, for the drain.
+		c, err := engine.StartCluster(ctx, contract.EngineConfig{WaitingTimeout: 2 * time.Second, AckTimeout: 500 * time.Millisecond}, nil)
+		Expect(err).NotTo(HaveOccurred(), "start the bundled engine")
+		DeferCleanup(func(ctx SpecContext) { _ = c.Close(ctx) }, NodeTimeout(30*time.Second))
+		sink, err := hostilepeer.NewSink(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(sink.Close)
+		host, port, _ := net.SplitHostPort(sink.Addr())
+		// resetBetween sends one message with send until the sink has read
+		// it, resets the connection, and sends the next, until the engine
+		// counts a send on a connection reset under it (that message is
+		// lost; the next goes out on a new connection).
+		resetBetween := func(what, base, probe string, send func(i int)) {
+			lost := func() int {
+				hits := map[string]int{}
+				addProbeHits(ctx, hits, base)
+				return hits[probe]
+			}
+			for i := 1; lost() == 0; i++ {
+				Expect(i).To(BeNumerically("<=", 200), "%s never counted a send on a connection reset under it (%s)", what, probe)
+				before := sink.Messages()
+				send(i)
+				Eventually(func() bool { return sink.Messages() > before || lost() > 0 }).WithContext(ctx).WithTimeout(10*time.Second).
+					WithPolling(5*time.Millisecond).Should(BeTrue(), "%s's message %d neither reached the sink nor was counted lost", what, i)
+				sink.Reset()
+			}
+			// The sender does not give up on the peer: the next message
+			// goes out on a new connection.
+			before := sink.Messages()
+			send(1000)
+			Eventually(sink.Messages).WithContext(ctx).WithTimeout(10*time.Second).WithPolling(5*time.Millisecond).
+				Should(BeNumerically(">", before), "%s's message after the lost one never reached the sink on a new connection", what)
+		}
+		// Prefill answers each ABORT with an ABORT_ACK to the address the
+		// ABORT names: the sink's.
+		push, err := zmtp.Dial(ctx, c.Prefill.Addrs().Control[0])
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(push.Close)
+		resetBetween("prefill", c.EngineURLs()[0], "prefill/notice-send-failed", func(i int) {
+			Expect(push.Send(ctx, [][]byte{[]byte(core.TagAbort), []byte(fmt.Sprint(9_000_000 + i)), []byte(host), []byte(port)})).To(Succeed())
+		})
+		// Decode sends its registration and TransferInfo to the control
+		// address prefill's bootstrap server gives: a bootstrap server of
+		// our own gives the sink's.
+		lc := net.ListenConfig{}
+		ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		sinkPort, _ := strconv.Atoi(port)
+		boot := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == contract.PathRoute {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = fmt.Fprintf(w, `{"rank_ip":%q,"rank_port":%d}`, host, sinkPort)
+			}
+		})}
+		go func() { _ = boot.Serve(ln) }()
+		DeferCleanup(func() { _ = boot.Close() })
+		bootHost, bootPort, _ := net.SplitHostPort(ln.Addr().String())
+		bp, _ := strconv.Atoi(bootPort)
+		reqCtx, cancelReqs := context.WithCancel(ctx)
+		defer cancelReqs()
+		resetBetween("decode", c.EngineURLs()[1], "decode/control-send-failed", func(i int) {
+			room := uint64(8_000_000 + i)
+			body, _ := json.Marshal(contract.GenerateRequest{Text: "reset between two messages", SamplingParams: contract.SamplingParams{MaxNewTokens: 2},
+				BootstrapHost: bootHost, BootstrapPort: bp, BootstrapRoom: &room})
+			go func() {
+				// Decode fails it by its waiting deadline: no KV comes.
+				req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, c.EngineURLs()[1]+contract.PathGenerate, strings.NewReader(string(body)))
+				if err != nil {
+					return
+				}
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+				}
+			}()
+		})
+		Eventually(func() error { return testkit.Drained(ctx, c) }).WithContext(ctx).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).
+			Should(Succeed(), "the engine drains after the resets")
+		hits := map[string]int{}
+		for _, base := range c.EngineURLs() {
+			addProbeHits(ctx, hits, base)
+		}
+		cov.addLive(hostileKey(hostileBroken), hits)
+	}, SpecTimeout(2*time.Minute))
 
 	It("the router skips a decode stream event that is not JSON", v.Label(labels.Component("router")), func(ctx SpecContext) {
 		// A decode (and prefill) that is not the bundled engine: prefill's
