@@ -393,8 +393,21 @@ func (s *run) emitFaults() {
 // scrape records both roles' gauges per rank, as the recorder reads them
 // from /metrics.
 func (s *run) scrape() {
+	ps, ds := s.readGauges()
+	if s.dDown {
+		ds = check.Scrape{Err: "connect: connection refused (decode killed)"}
+	}
+	if s.pDown {
+		ps = check.Scrape{Err: "connect: connection refused (prefill killed)"}
+	}
+	s.emit(check.Event{Type: check.EvScrape, Source: "sim/prefill", Scrape: &ps})
+	s.emit(check.Event{Type: check.EvScrape, Source: "sim/decode", Scrape: &ds})
+}
+
+// readGauges is what each role's /metrics says now.
+func (s *run) readGauges() (ps, ds check.Scrape) {
 	b, wq, inflight := s.p.QueueLens()
-	ps := check.Scrape{EngineType: "prefill", Gauges: map[string]float64{}, Counters: map[string]float64{}, Ranks: map[string]map[string]float64{}}
+	ps = check.Scrape{EngineType: "prefill", Gauges: map[string]float64{}, Counters: map[string]float64{}, Ranks: map[string]map[string]float64{}}
 	for r := range s.p.Ranks() {
 		alive := 1.0
 		if s.p.Dead(r) {
@@ -407,7 +420,7 @@ func (s *run) scrape() {
 	ps.Counters[contract.MetricBootstrapFailed] = float64(s.p.BootstrapFailed)
 	ps.Counters[contract.MetricTransferFailed] = float64(s.p.TransferFailed)
 	ps.Counters[contract.MetricMalformedControl] = float64(s.p.Malformed)
-	ds := check.Scrape{EngineType: "decode", Gauges: map[string]float64{}, Counters: map[string]float64{}, Ranks: map[string]map[string]float64{}}
+	ds = check.Scrape{EngineType: "decode", Gauges: map[string]float64{}, Counters: map[string]float64{}, Ranks: map[string]map[string]float64{}}
 	hung := 0.0
 	if s.d.Hung() {
 		hung = 1
@@ -425,14 +438,7 @@ func (s *run) scrape() {
 	ds.Counters[contract.MetricMalformedControl] = float64(s.d.Malformed)
 	ds.Counters[contract.MetricForeignWrites] = float64(s.d.ForeignWrites)
 	ds.Counters[contract.MetricStrayChunks] = float64(s.d.StrayChunks)
-	if s.dDown {
-		ds = check.Scrape{Err: "connect: connection refused (decode killed)"}
-	}
-	if s.pDown {
-		ps = check.Scrape{Err: "connect: connection refused (prefill killed)"}
-	}
-	s.emit(check.Event{Type: check.EvScrape, Source: "sim/prefill", Scrape: &ps})
-	s.emit(check.Event{Type: check.EvScrape, Source: "sim/decode", Scrape: &ds})
+	return ps, ds
 }
 
 func put(sc *check.Scrape, rank int, g map[string]float64) {
@@ -449,20 +455,50 @@ func put(sc *check.Scrape, rank int, g map[string]float64) {
 // snapRooms records each role's rooms as /debug/rooms shows them; the
 // final snapshot carries every ended room with its history.
 func (s *run) snapRooms(final bool) {
+	ps, ds := s.readGauges()
 	for _, side := range []struct {
-		role string
-		h    *core.History
-	}{{"prefill", s.ph}, {"decode", s.dh}} {
+		role  string
+		h     *core.History
+		gauge check.Scrape
+		ranks int
+		down  bool
+	}{{"prefill", s.ph, ps, s.p.Ranks(), s.pDown}, {"decode", s.dh, ds, s.d.Ranks(), s.dDown}} {
 		var snap check.RoomsSnap
 		if final {
 			held, cleared := side.h.Snapshot()
 			snap = check.RoomsSnap{Role: side.role, Held: held, Cleared: len(cleared), Final: final, Ended: cleared}
 		} else {
-			_, cleared := side.h.Counts()                                                  // the cleared rooms' copies are not kept
-			snap = check.RoomsSnap{Role: side.role, Held: side.h.Held(), Cleared: cleared} // without events, as ever
+			_, cleared := side.h.Counts() // the cleared rooms' copies are not kept
+			snap = check.RoomsSnap{Role: side.role, Held: side.h.HeldWithEvents(), Cleared: cleared}
+		}
+		if !side.down {
+			// The queue gauges read in the same instant as the held
+			// rooms, as the bundled engine's /debug/rooms gives them.
+			snap.SetQueues(snap.Held, perRank(side.gauge, side.ranks))
+		}
+		if !final {
+			for i := range snap.Held {
+				snap.Held[i].Events = nil // as the recorder keeps a periodic snapshot
+			}
 		}
 		s.emit(check.Event{Type: check.EvRooms, Source: "sim/" + side.role, Rooms: &snap})
 	}
+}
+
+// perRank is sc's gauges of each of ranks TP ranks, as /debug/rooms gives
+// its queues.
+func perRank(sc check.Scrape, ranks int) []map[string]float64 {
+	out := make([]map[string]float64, ranks)
+	for r := range out {
+		key := check.RankKey(map[string]string{contract.LabelTPRank: fmt.Sprint(r)})
+		out[r] = map[string]float64{}
+		for g, series := range sc.Ranks {
+			if v, ok := series[key]; ok {
+				out[r][g] = v
+			}
+		}
+	}
+	return out
 }
 
 func (s *run) sideHits(side string) map[string]int64 {

@@ -189,6 +189,10 @@ func (h *History) Snapshot() (held, cleared []contract.RoomRecord) {
 // periodic rooms snapshot).
 func (h *History) Held() []contract.RoomRecord { return h.held(false) }
 
+// HeldWithEvents is Snapshot's held rooms alone: what the queue gauges are
+// judged against at the instant they are read (contract.QueueRules).
+func (h *History) HeldWithEvents() []contract.RoomRecord { return h.held(true) }
+
 func (h *History) held(events bool) (held []contract.RoomRecord) {
 	for _, r := range h.rooms {
 		if len(r.Ranks) > 0 {

@@ -95,6 +95,15 @@ type RoomsSnap struct {
 	// while another engine still holds them, with their histories: the
 	// other side of a stuck room.
 	PeerCleared []contract.RoomRecord `json:"peer_cleared,omitempty"`
+	// Queues are the engine's queue gauges (contract.QueueGaugesJudged),
+	// by gauge and rank series as in Scrape.Ranks, read at the same
+	// instant as Held, and QueueFacts what each held room's events said
+	// then (read before a periodic snapshot drops the events): nil where
+	// the target cannot read both at once (SGLang). SetQueues sets both.
+	Queues     map[string]map[string]float64 `json:"queues,omitempty"`
+	QueueFacts map[uint64]contract.QueueRoom `json:"queue_facts,omitempty"`
+	// At is the event's time in the run, set by NewView.
+	At time.Duration `json:"-"`
 }
 
 // Drain says whether the target settled after load stopped.

@@ -24,7 +24,9 @@ const exact = 1e-9
 // and loses nothing): each of contract.TableGauges back to its baseline
 // after the drain like a slot gauge, and each of contract.OverdueGauges
 // (entries their table's own expiry should have removed) 0 in every
-// scrape.
+// scrape. Where a scrape and the held rooms' records were taken at one
+// instant (the simulator), every queue gauge also lies between the rooms
+// that must be in it and those that may be (queuesAgree).
 func checkSlotsReleased(v *View) CheckResult {
 	srcs := make([]string, 0, len(v.Scrapes))
 	for s := range v.Scrapes {
@@ -84,7 +86,13 @@ func checkSlotsReleased(v *View) CheckResult {
 	}
 	ev["slots_held"] = int64(len(bad))
 	ev["wedges"] = int64(len(v.Wedges))
+	wrong := queuesAgree(v, ev)
 	switch {
+	case len(wrong) > 0:
+		r := result(contract.CheckSlotsReleased, Fail, ev, "queue gauges disagree with the rooms held at the same instant: %s", joinLimit(wrong, 2))
+		r.Details = append(append(r.Details, wrong...), bad...)
+		r.Stuck, _ = v.stuckRooms(maxStuck)
+		return r
 	case len(bad) > 0:
 		r := result(contract.CheckSlotsReleased, Fail, ev, "after the drain: %s", joinLimit(bad, 4))
 		r.Details = append(r.Details, bad...)
@@ -106,6 +114,9 @@ func checkSlotsReleased(v *View) CheckResult {
 	}
 	if ev["tables_checked"] > 0 {
 		how += fmt.Sprintf(", %d engine tables too", ev["tables_checked"])
+	}
+	if ev["queue_readings_checked"] > 0 {
+		how += fmt.Sprintf("; %d queue readings agree with the rooms held", ev["queue_readings_checked"])
 	}
 	return result(contract.CheckSlotsReleased, Pass, ev, "%d gauges on %d engines (%d rank series) back to their baseline%s",
 		ev["gauges_checked"], ev["engines"], ev["ranks_checked"], how)

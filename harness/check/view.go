@@ -63,7 +63,9 @@ func NewView(evs []Event) *View {
 		case ev.Scrape != nil:
 			v.Scrapes[ev.Source] = append(v.Scrapes[ev.Source], *ev.Scrape)
 		case ev.Rooms != nil:
-			v.addRooms(ev.Source, *ev.Rooms)
+			rs := *ev.Rooms
+			rs.At = ev.T
+			v.addRooms(ev.Source, rs)
 		case ev.Fault != nil:
 			if i, ok := win[ev.Fault.Window]; ok {
 				v.Faults[i] = *ev.Fault

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/harness"
+	"github.com/pdchaos/pdchaos/harness/check"
 	"github.com/pdchaos/pdchaos/sim"
 	"github.com/pdchaos/pdchaos/suites/scenarios"
 )
@@ -483,5 +484,32 @@ func TestStrangersRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The simulator reads each role's queue gauges in the same instant as its
+// held rooms, so slots-released judges every reading of a run against the
+// rooms (contract.QueueRules), on both sides and both ranks, and the fixed
+// engine's readings all agree.
+func TestQueueGaugesJudgedEveryInstant(t *testing.T) {
+	t.Parallel()
+	cfg := preset(t, "tp2-abort-storm")
+	cfg.Duration = 4 * time.Second
+	r, err := sim.Run(context.Background(), cfg, 1, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := r.Checks.Get(contract.CheckSlotsReleased)
+	if !ok || c.Status != check.Pass {
+		t.Fatalf("fixed engine: slots-released %s: %s", c.Status, c.Summary)
+	}
+	// A snapshot every 500 ms of load and the final one, for each role.
+	if n, want := c.Evidence["queue_instants_checked"], int64(2*(cfg.Duration/(500*time.Millisecond))); n < want {
+		t.Errorf("queue instants judged: %d, want at least %d", n, want)
+	}
+	// Per instant: decode's two per-rank rules on 2 ranks and running on
+	// each, prefill's three rules on each rank.
+	if n, per := c.Evidence["queue_readings_checked"], c.Evidence["queue_instants_checked"]; n < 2*per {
+		t.Errorf("queue readings judged: %d over %d instants", n, per)
 	}
 }
