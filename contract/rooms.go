@@ -52,6 +52,10 @@ type RoomsResponse struct {
 	Role    string       `json:"role"`
 	Held    []RoomRecord `json:"held"`
 	Cleared []RoomRecord `json:"cleared"`
+	// Queues are the queue gauges of QueueGaugesJudged per TP rank (index),
+	// as /metrics would read them, taken under the same lock as Held so the
+	// two describe one instant (the bundled engine; absent elsewhere).
+	Queues []map[string]float64 `json:"queues,omitempty"`
 }
 
 // createdRid starts the rid part of the status event's detail that opens a

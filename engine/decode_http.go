@@ -48,8 +48,9 @@ func (d *Decode) routesHandler() http.Handler {
 	mux.HandleFunc("GET "+contract.PathDebugRooms, loopbackOnly(func(w http.ResponseWriter, r *http.Request) {
 		d.mu.Lock()
 		held, cleared := d.hist.Snapshot()
+		queues := queueGauges(d.samplesLocked())
 		d.mu.Unlock()
-		writeJSON(w, contract.RoomsResponse{Role: "decode", Held: held, Cleared: cleared})
+		writeJSON(w, contract.RoomsResponse{Role: "decode", Held: held, Cleared: cleared, Queues: queues})
 	}))
 	mux.HandleFunc("GET "+contract.PathDebugProbes, loopbackOnly(serveProbes(contract.SideDecode, d.probes)))
 	mux.Handle(contract.HooksPath, ServeHooks(d.Hooks()))
@@ -59,6 +60,11 @@ func (d *Decode) routesHandler() http.Handler {
 func (d *Decode) samples() []rankSample {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.samplesLocked()
+}
+
+// samplesLocked is samples with d.mu held.
+func (d *Decode) samplesLocked() []rankSample {
 	var out []rankSample
 	hung := 0.0
 	if d.core.Hung() {

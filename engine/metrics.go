@@ -17,6 +17,21 @@ type rankSample struct {
 	counters map[string]float64
 }
 
+// queueGauges is each rank's gauges of contract.QueueGaugesJudged, for
+// /debug/rooms to give with the rooms read under the same lock.
+func queueGauges(samples []rankSample) []map[string]float64 {
+	out := make([]map[string]float64, len(samples))
+	for r, s := range samples {
+		out[r] = map[string]float64{}
+		for _, g := range contract.QueueGaugesJudged() {
+			if v, ok := s.gauges[g]; ok {
+				out[r][g] = v
+			}
+		}
+	}
+	return out
+}
+
 // collector reads a role's state at scrape time, so gauges are never stale
 // and there is no second copy of the queues to keep in sync.
 type collector struct {

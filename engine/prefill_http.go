@@ -44,8 +44,9 @@ func (p *Prefill) routes() http.Handler {
 	mux.HandleFunc("GET "+contract.PathDebugRooms, loopbackOnly(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		held, cleared := p.hist.Snapshot()
+		queues := queueGauges(p.samplesLocked())
 		p.mu.Unlock()
-		writeJSON(w, contract.RoomsResponse{Role: "prefill", Held: held, Cleared: cleared})
+		writeJSON(w, contract.RoomsResponse{Role: "prefill", Held: held, Cleared: cleared, Queues: queues})
 	}))
 	mux.HandleFunc("GET "+contract.PathDebugProbes, loopbackOnly(serveProbes(contract.SidePrefill, p.probes)))
 	mux.Handle(contract.HooksPath, ServeHooks(p.Hooks()))
@@ -55,6 +56,11 @@ func (p *Prefill) routes() http.Handler {
 func (p *Prefill) samples() []rankSample {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.samplesLocked()
+}
+
+// samplesLocked is samples with p.mu held.
+func (p *Prefill) samplesLocked() []rankSample {
 	b, wq, inflight := p.core.QueueLens()
 	var out []rankSample
 	for r := range p.core.Ranks() {

@@ -170,6 +170,11 @@ func (r *Recorder) snap(source string, rr contract.RoomsResponse, err error, ful
 		return check.RoomsSnap{Err: err.Error()}
 	}
 	s := check.RoomsSnap{Role: rr.Role, Held: rr.Held, Cleared: len(rr.Cleared), Final: full}
+	if rr.Queues != nil {
+		// The bundled engine read its queues with its rooms: keep what
+		// the events say of each room before they are dropped.
+		s.SetQueues(rr.Held, rr.Queues)
+	}
 	if !full {
 		for i := range s.Held {
 			s.Held[i].Events = nil

@@ -152,6 +152,16 @@ func decodeRooms(r io.Reader) (contract.RoomsResponse, error) {
 				return rr, err
 			}
 			continue
+		case "queues":
+			// Small by construction (a few gauges per TP rank), and read
+			// whole the byte cap allows; judged only if sane.
+			if err := dec.Decode(&rr.Queues); err != nil {
+				return rr, fmt.Errorf("queues: %w", err)
+			}
+			if err := saneQueues(rr.Queues); err != nil {
+				return rr, err
+			}
+			continue
 		default:
 			var skip json.RawMessage
 			if err := dec.Decode(&skip); err != nil {
@@ -187,6 +197,26 @@ func decodeRooms(r io.Reader) (contract.RoomsResponse, error) {
 		}
 	}
 	return rr, delim(dec, '}')
+}
+
+// MaxQueueRanks bounds the TP ranks a /debug/rooms answer's queues may
+// list.
+const MaxQueueRanks = 1024
+
+// saneQueues refuses queue readings no engine gives: more ranks than
+// MaxQueueRanks, or a count that is negative, fractional or not finite.
+func saneQueues(q []map[string]float64) error {
+	if len(q) > MaxQueueRanks {
+		return fmt.Errorf("%w: queues of %d ranks, more than %d", ErrTooLarge, len(q), MaxQueueRanks)
+	}
+	for r, gauges := range q {
+		for g, v := range gauges {
+			if v < 0 || v != math.Trunc(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("queues: rank %d %s = %v is not a count", r, g, v)
+			}
+		}
+	}
+	return nil
 }
 
 // delim reads the next token and wants it to be d.

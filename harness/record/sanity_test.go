@@ -77,7 +77,12 @@ func TestDecodeRooms(t *testing.T) {
 	if err != nil || rr.Role != "decode" || len(rr.Held) != 1 || rr.Held[0].Room != 7 || rr.Held[0].State != "Transferring" || rr.Cleared != nil {
 		t.Fatalf("%+v %v", rr, err)
 	}
-	for _, bad := range []string{`[]`, `{"held":{}}`, `{"held":[1]}`, `{"held":[`} {
+	rr, err = decodeRooms(strings.NewReader(`{"role":"decode","held":[],"queues":[{"sglang:num_running_reqs":3},{"sglang:num_running_reqs":3}]}`))
+	if err != nil || len(rr.Queues) != 2 || rr.Queues[1]["sglang:num_running_reqs"] != 3 {
+		t.Fatalf("queues: %+v %v", rr, err)
+	}
+	for _, bad := range []string{`[]`, `{"held":{}}`, `{"held":[1]}`, `{"held":[`,
+		`{"queues":{}}`, `{"queues":[{"g":-1}]}`, `{"queues":[{"g":1.5}]}`, `{"queues":[{"g":"1"}]}`} {
 		if _, err := decodeRooms(strings.NewReader(bad)); err == nil {
 			t.Errorf("%s: decoded", bad)
 		}
