@@ -107,6 +107,13 @@ const (
 	// RoomEventAbortRequest is a side taking the client's cancel (the
 	// router's abort of its leg) for the room's request.
 	RoomEventAbortRequest = "abort-request"
+	// RoomEventStrayChunk is decode's rank taking a KV chunk for a room it
+	// no longer holds in transfer (aborted, failed or done): decode refuses
+	// it, and on RDMA it has already landed in the room's pages.
+	RoomEventStrayChunk = "stray-chunk"
+	// RoomEventAbortSent is decode sending prefill an ABORT for the room:
+	// its pages then wait for every rank's ABORT_ACK.
+	RoomEventAbortSent = "abort-sent"
 )
 
 // Ending is a room event after which the fixed engine ends the room on

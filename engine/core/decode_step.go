@@ -428,7 +428,7 @@ func (d *Decode) OnChunk(now time.Time, rank int, room uint64, id int, last bool
 		}
 		d.StrayChunks++
 		if d.hist.Known(room) {
-			d.hist.Note(now, room, "decode", rank, "stray-chunk", fmt.Sprintf("chunk %d for a room decode does not hold", id))
+			d.hist.Note(now, room, "decode", rank, contract.RoomEventStrayChunk, fmt.Sprintf("chunk %d for a room decode does not hold", id))
 		}
 		for _, pg := range pages {
 			if owner := rk.pool.Owner(pg); owner != 0 && owner != room {

@@ -53,6 +53,9 @@ func checkIntegrity(v *View) CheckResult {
 		ev["successes_unreceived"] = int64(len(lost))
 		bad = append(bad, lost...)
 	}
+	if late := v.writesAfterAck(recs[contract.SideDecode], ev); len(late) > 0 {
+		bad = append(bad, late...)
+	}
 	if disowned := v.committedDisowned(recs); len(disowned) > 0 {
 		ev["commits_disowned"] = int64(len(disowned))
 		bad = append(bad, disowned...)
