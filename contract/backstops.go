@@ -30,6 +30,11 @@ const (
 	// prefill sending decode the Failed status of a room it ended.
 	RoomEventMetadata   = "metadata"
 	RoomEventFailNotice = "fail-notice"
+	// RoomEventFailNoticeDeferred is prefill holding that Failed status
+	// back until its transfer worker's write of the room drains (a
+	// RoomEventFailNotice follows when it is sent): decode may not free
+	// the pages that write lands in before it.
+	RoomEventFailNoticeDeferred = "fail-notice-deferred"
 	// RoomEventSuccessNotice is prefill's Success status sent to decode
 	// over the control plane, on a dialect that carries it there (Mooncake).
 	RoomEventSuccessNotice = "success-notice"

@@ -108,6 +108,8 @@ func (wn *window) name() string {
 	switch {
 	case wn.f.Kind == "corrupt-messages":
 		return faults.CorruptName(wn.f.Link, wn.f.Kinds, wn.f.Mode) // as the live fault names itself, which integrity reads
+	case wn.f.Kind == "duplicate-messages":
+		return faults.DuplicateName(wn.f.Link, wn.f.Kinds) // as the live fault names itself: timeouts-explained reads it
 	case wn.f.Link != "":
 		return wn.f.Kind + "@" + wn.f.Link
 	case wn.f.Kind == "sigstop" && wn.f.Role != "":

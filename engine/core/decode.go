@@ -355,7 +355,7 @@ func (d *Decode) sendAbort(now time.Time, req *DecodeReq) {
 		a := d.cfg.Agents[r]
 		d.out = append(d.out, DecodeOut{Bootstrap: req.Bootstrap, Rank: r, Frames: d.wire.Abort(Abort{Room: req.Room, DecodeIP: a.IP, DecodePort: a.NotifyPort})})
 	}
-	d.hist.Note(now, req.Room, "decode", 0, "abort-sent", "ABORT to prefill")
+	d.hist.Note(now, req.Room, "decode", 0, contract.RoomEventAbortSent, "ABORT to prefill")
 }
 
 // TakeOutbound returns and forgets the control messages for prefill.

@@ -41,7 +41,7 @@ func (p *Prefill) clear(now time.Time, req *PrefillReq, final KVPoll, why string
 			if p.holding(rank, req.Room) {
 				p.probes.Hit(contract.ProbePrefillFailNoticeDeferred)
 				r.pendingFail[req.Room] = o
-				p.hist.Note(now, req.Room, "prefill", rank, contract.RoomEventFailNotice, "Failed status to decode deferred until the worker's write drains")
+				p.hist.Note(now, req.Room, "prefill", rank, contract.RoomEventFailNoticeDeferred, "Failed status to decode deferred until the worker's write drains")
 			} else {
 				p.probes.Hit(contract.ProbePrefillFailNotice)
 				p.out = append(p.out, o)

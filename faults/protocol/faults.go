@@ -319,7 +319,13 @@ type Duplicate struct {
 }
 
 // Name implements faults.Fault.
-func (f *Duplicate) Name() string { return fmt.Sprintf("duplicate(%s,%s)", f.Link, kindsName(f.Kinds)) }
+func (f *Duplicate) Name() string {
+	kinds := make([]string, len(f.Kinds))
+	for i, k := range f.Kinds {
+		kinds[i] = string(k)
+	}
+	return faults.DuplicateName(f.Link, kinds)
+}
 
 // Layer implements faults.Fault.
 func (f *Duplicate) Layer() faults.Layer { return faults.LayerProtocol }

@@ -267,15 +267,19 @@ func (v *View) explain(f firing, own, peer contract.RoomRecord, hasPeer bool) (h
 	if why := v.failureNotAnswered(f, own, peer, hasPeer); why != "" {
 		return "", why
 	}
-	if sent := failNoticeSent(f, peer, hasPeer); !sent.IsZero() && f.at.Sub(sent) >= DefaultRaceWindow {
+	if sent := failNoticeSent(f, own, peer, hasPeer, v.Run.Engine.TP); !sent.IsZero() && f.at.Sub(sent) >= DefaultRaceWindow {
 		// Prefill told decode the room failed, long enough before: only
 		// a fault that can lose or hold back that notice explains decode
 		// waiting out its deadline (a KV or control link fault cannot).
-		if v.noticeFaultDuring(sent.Sub(base)-DefaultFaultMargin, f.at.Sub(base)+DefaultFaultMargin) {
+		if v.noticeFaultDuring(sent.Sub(base), sent.Sub(base)-DefaultFaultMargin, f.at.Sub(base)+DefaultFaultMargin) {
 			return explainedFault, ""
 		}
-		return "", fmt.Sprintf("prefill sent its failure notice %v before, and no fault on a notify link, a process or an engine loop was active to lose it",
-			f.at.Sub(sent).Round(time.Millisecond))
+		what := "its failure notice"
+		if f.b.Name != contract.BackstopWaiting {
+			what = "the failure notices decode held the room's pages for (every rank's, or its Success)"
+		}
+		return "", fmt.Sprintf("prefill sent %s %v before, and no fault on a notify link, a process or an engine loop was active to lose it",
+			what, f.at.Sub(sent).Round(time.Millisecond))
 	}
 	if done := transferDoneAt(f, peer, hasPeer); !done.IsZero() && !v.Run.Engine.Wire.SuccessOnControl() && f.at.Sub(done) >= DefaultRaceWindow {
 		// Prefill records Success only once decode acknowledged every
@@ -468,12 +472,17 @@ func (v *View) stopFaultDuring(role string, from, to time.Duration) bool {
 	return false
 }
 
-// noticeFaultDuring reports whether a fault that can lose or hold back
-// prefill's notices to decode overlapped [from, to]: one on a notify link
-// (contract.NotifyLink), a process or engine fault (a role stopped,
-// killed or stalled), or a network or protocol fault whose link its name
-// does not give. Client faults and faults on other links cannot.
-func (v *View) noticeFaultDuring(from, to time.Duration) bool {
+// noticeFaultDuring reports whether a fault that can lose or hold back a
+// notice prefill sent at offset sent overlapped [from, to]: one on a notify
+// link (contract.NotifyLink), a process fault (a role stopped or killed),
+// a fault on decode's engine loops, or a network or protocol fault whose
+// link its name does not give. Client faults, faults on other links and
+// duplicates (faults.DuplicatesOnly: every message still arrives) cannot;
+// nor can a fault on prefill's engine loops (a stalled bootstrap loop or
+// scheduler, paused transfer workers) unless it was on when prefill sent
+// the notice: one healed before it, or begun after it, holds nothing the
+// engine had already handed to its sender.
+func (v *View) noticeFaultDuring(sent, from, to time.Duration) bool {
 	for _, f := range v.Faults {
 		if !f.Applied || f.Start > to || (f.End != 0 && f.End < from) {
 			continue
@@ -482,7 +491,11 @@ func (v *View) noticeFaultDuring(from, to time.Duration) bool {
 		case faults.LayerClient:
 			continue
 		case faults.LayerNetwork, faults.LayerProtocol:
-			if link := faultLink(f.Fault); link != "" && !contract.IsNotifyLink(link) {
+			if link := faultLink(f.Fault); link != "" && !contract.IsNotifyLink(link) || faults.DuplicatesOnly(f.Fault) {
+				continue
+			}
+		case faults.LayerEngine:
+			if faultRole(f.Fault) != contract.SideDecode && (f.Start > sent || f.End != 0 && f.End < sent) {
 				continue
 			}
 		}
@@ -534,17 +547,50 @@ func transferDoneAt(f firing, peer contract.RoomRecord, hasPeer bool) time.Time 
 	return time.Time{}
 }
 
-// failNoticeSent is when prefill last recorded a failure notice to decode
-// for the room before decode's waiting deadline f fired; zero when f is
-// another backstop or prefill recorded none.
-func failNoticeSent(f firing, peer contract.RoomRecord, hasPeer bool) time.Time {
+// failNoticeSent is when prefill had told decode, by failure notices, all
+// that decode's backstop f waited for, or zero when f is another backstop,
+// prefill recorded no such notice, or it did not tell all of it:
+//   - decode's waiting deadline: prefill's last failure notice before it;
+//   - decode's ABORT resend or ACK give-up on a room whose pages it held,
+//     with no ABORT sent, for the Failed statuses of prefill ranks still
+//     writing: the moment every one of tp prefill ranks had either sent
+//     its failure notice or written Success (its KV all acknowledged), the
+//     fixed engine frees the pages on the last of them. A room decode sent
+//     an ABORT for waits for its ACK instead (judged by
+//     contract.Backstop.PeerNotice).
+func failNoticeSent(f firing, own, peer contract.RoomRecord, hasPeer bool, tp int) time.Time {
 	var at time.Time
-	if f.b.Name != contract.BackstopWaiting || !hasPeer {
+	if !hasPeer {
 		return at
 	}
-	for _, e := range peer.Events {
-		if e.Kind == contract.RoomEventFailNotice && !e.At.After(f.at) && e.At.After(at) {
-			at = e.At
+	switch f.b.Name {
+	case contract.BackstopWaiting:
+		for _, e := range peer.Events {
+			if e.Kind == contract.RoomEventFailNotice && !e.At.After(f.at) && e.At.After(at) {
+				at = e.At
+			}
+		}
+	case contract.BackstopAbortResend, contract.BackstopAck:
+		for _, e := range own.Events {
+			if e.Kind == contract.RoomEventAbortSent && !e.At.After(f.at) {
+				return at
+			}
+		}
+		told := map[int]time.Time{}
+		for _, e := range sortedEvents(peer.Events) {
+			if e.At.After(f.at) {
+				break
+			}
+			if _, ok := told[e.Rank]; ok {
+				continue
+			}
+			if e.Kind == contract.RoomEventFailNotice || e.Kind == contract.RoomEventStatus && e.State == contract.StateSuccess {
+				told[e.Rank] = e.At
+				at = e.At
+			}
+		}
+		if len(told) < max(tp, 1) {
+			return time.Time{}
 		}
 	}
 	return at
@@ -665,7 +711,7 @@ func (v *View) failureUnanswered(r contract.RoomRecord, cfg contract.EngineConfi
 			if !st.failedAt.IsZero() {
 				st.cleared = true
 			}
-		case contract.RoomEventFailNotice:
+		case contract.RoomEventFailNotice, contract.RoomEventFailNoticeDeferred:
 			st.answered = true
 		case contract.RoomEventMetadata:
 			if st.cleared && !st.answered && e.At.Sub(st.failedAt) < memory &&
@@ -906,7 +952,7 @@ func (v *View) failureNotAnswered(f firing, own, peer contract.RoomRecord, hasPe
 			}
 		case contract.RoomEventClear:
 			st.cleared = st.cleared || !st.failedAt.IsZero() && e.At.Before(sent)
-		case contract.RoomEventFailNotice:
+		case contract.RoomEventFailNotice, contract.RoomEventFailNoticeDeferred:
 			st.told = true
 		case contract.RoomEventMetadata:
 			st.metadata = true
@@ -977,8 +1023,8 @@ func unsentFailNotice(f firing, peer contract.RoomRecord, hasPeer bool) string {
 		switch e.Kind {
 		case contract.RoomEventMetadata:
 			metadata[e.Rank] = true
-		case contract.RoomEventFailNotice:
-			return "" // sent: lost on the way, or late; judged as any backstop
+		case contract.RoomEventFailNotice, contract.RoomEventFailNoticeDeferred:
+			return "" // sent (or held for a write): lost on the way, or late; judged as any backstop
 		case contract.RoomEventStatus:
 			last[e.Rank] = e.State
 		case contract.RoomEventClear:

@@ -526,3 +526,75 @@ func TestFailuresPrefillDidNotAnswer(t *testing.T) {
 		}
 	})
 }
+
+// TestFailNoticeSentForHeldPages: decode holds a room's pages, with no
+// ABORT sent, for the Failed statuses of prefill ranks still writing. Its
+// ABORT resend (or ACK give-up) is judged against the failure notices
+// only once every rank had either sent one or written Success; a deferred
+// notice is not yet sent, and a room decode sent an ABORT for waits for
+// ACKs instead.
+func TestFailNoticeSentForHeldPages(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	ev := func(ms, rank int, kind, state string) contract.Event {
+		return contract.Event{At: at(ms), Rank: rank, Kind: kind, State: state}
+	}
+	resend := firing{b: contract.LookupBackstop(contract.BackstopAbortResend), room: 1, at: at(3000)}
+	giveUp := firing{b: contract.LookupBackstop(contract.BackstopAck), room: 1, at: at(3000)}
+	held := contract.RoomRecord{Room: 1, Events: []contract.Event{ev(400, 0, contract.RoomEventStatus, contract.StateFailed), ev(400, 0, "pages-held", "")}}
+	aborted := contract.RoomRecord{Room: 1, Events: []contract.Event{ev(400, 0, contract.RoomEventAbortSent, "")}}
+	notice0, notice1 := ev(300, 0, contract.RoomEventFailNotice, ""), ev(900, 1, contract.RoomEventFailNotice, "")
+	for _, tc := range []struct {
+		name string
+		f    firing
+		own  contract.RoomRecord
+		peer []contract.Event
+		tp   int
+		want time.Time
+	}{
+		{"both ranks told", resend, held, []contract.Event{notice0, notice1}, 2, at(900)},
+		{"both ranks told, the give-up", giveUp, held, []contract.Event{notice0, notice1}, 2, at(900)},
+		{"one rank's Success stands for its notice", resend, held, []contract.Event{notice0, ev(700, 1, contract.RoomEventStatus, contract.StateSuccess)}, 2, at(700)},
+		{"one rank never told", resend, held, []contract.Event{notice0}, 2, time.Time{}},
+		{"a deferred notice is not sent", resend, held, []contract.Event{notice0, ev(900, 1, contract.RoomEventFailNoticeDeferred, "")}, 2, time.Time{}},
+		{"told after the firing", resend, held, []contract.Event{notice0, ev(3100, 1, contract.RoomEventFailNotice, "")}, 2, time.Time{}},
+		{"decode sent an ABORT", resend, aborted, []contract.Event{notice0, notice1}, 2, time.Time{}},
+		{"tp 1", resend, held, []contract.Event{notice0}, 1, at(300)},
+	} {
+		got := failNoticeSent(tc.f, tc.own, contract.RoomRecord{Room: 1, Events: tc.peer}, true, tc.tp)
+		if !got.Equal(tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got.Sub(base), tc.want.Sub(base))
+		}
+	}
+}
+
+// TestNoticeFaultDuring: what can lose a failure notice prefill sent at 5s,
+// judged over [4s, 9s]. A fault on prefill's engine loops holds only what
+// it was on for when the notice was sent; duplicates lose nothing.
+func TestNoticeFaultDuring(t *testing.T) {
+	t.Parallel()
+	s := func(d float64) time.Duration { return time.Duration(d * float64(time.Second)) }
+	for _, tc := range []struct {
+		fault      string
+		layer      faults.Layer
+		start, end float64
+		want       bool
+	}{
+		{"stall-bootstrap-loop(prefill/1)", faults.LayerEngine, 3, 4.9, false},
+		{"stall-bootstrap-loop(prefill/1)", faults.LayerEngine, 3, 5.2, true},
+		{"pause-transfer-workers", faults.LayerEngine, 8, 10, false},
+		{"stall-scheduler(decode/0)", faults.LayerEngine, 8, 10, true},
+		{"stall-scheduler(decode/0)", faults.LayerEngine, 10, 11, false},
+		{"duplicate(notify/0,all)", faults.LayerProtocol, 3, 10, false},
+		{faults.DuplicateName("notify/0", []string{"status"}), faults.LayerProtocol, 3, 10, false},
+		{"drop(notify/0,status)", faults.LayerProtocol, 3, 10, true},
+		{"drop-messages@control/0", faults.LayerProtocol, 3, 10, false},
+		{"sigstop(prefill)", faults.LayerProcess, 6, 7, true},
+	} {
+		v := &View{Faults: []schedule.Record{{Window: 1, Fault: tc.fault, Layer: tc.layer, Applied: true, Start: s(tc.start), End: s(tc.end)}}}
+		if got := v.noticeFaultDuring(s(5), s(4), s(9)); got != tc.want {
+			t.Errorf("%s %v..%v: %v, want %v", tc.fault, tc.start, tc.end, got, tc.want)
+		}
+	}
+}
