@@ -56,6 +56,9 @@ func checkIntegrity(v *View) CheckResult {
 	if late := v.writesAfterAck(recs[contract.SideDecode], ev); len(late) > 0 {
 		bad = append(bad, late...)
 	}
+	if late := v.writesAfterFailure(recs[contract.SidePrefill], recs[contract.SideDecode], ev); len(late) > 0 {
+		bad = append(bad, late...)
+	}
 	if disowned := v.committedDisowned(recs); len(disowned) > 0 {
 		ev["commits_disowned"] = int64(len(disowned))
 		bad = append(bad, disowned...)

@@ -71,3 +71,100 @@ func (v *View) kvFaultDuring(from, to time.Duration) bool {
 	}
 	return false
 }
+
+// writesAfterFailure lists decode ranks that took a KV chunk of a room
+// more than DefaultRaceWindow after the matching prefill rank had recorded
+// the room Failed (decode's ABORT taken, the client's abort, a deadline):
+// prefill looks at the room again after its transfer worker's pause gate,
+// so only a write already under way when the room failed may still land,
+// and that one lands within moments. A chunk long after is a write prefill
+// began on a room it knew had failed.
+//
+// Judged only within one life of the room on prefill (no request created
+// for it between the failure and the chunk) and only when nothing that
+// can hold a write already under way was on when the room failed
+// (writeHeldAt): a fault on a KV link, workers paused with their writes
+// posted (pause-transfer-writes), a process stopped or killed, a stalled
+// scheduler. Workers paused before sending, stalled bootstrap loops and
+// faults on the control and notify links hold no write.
+func (v *View) writesAfterFailure(pre, dec map[uint64]contract.RoomRecord, ev map[string]int64) []string {
+	var out []string
+	for _, id := range sortedRooms(dec) {
+		d, p := dec[id], pre[id]
+		if nonClear(d.Events) >= contract.MaxRoomEvents || nonClear(p.Events) >= contract.MaxRoomEvents {
+			continue
+		}
+		var strays []contract.Event
+		for _, e := range d.Events {
+			if e.Kind == contract.RoomEventStrayChunk {
+				strays = append(strays, e)
+			}
+		}
+		if len(strays) == 0 {
+			continue
+		}
+		named := map[int]bool{}
+		for _, s := range sortedEvents(strays) {
+			if named[s.Rank] {
+				continue
+			}
+			var failedAt time.Time
+			for _, e := range sortedEvents(p.Events) {
+				if e.At.After(s.At) {
+					break
+				}
+				if _, created := contract.CreatedRid(e.Detail); created && (e.Kind == contract.RoomEventStatus || e.Kind == contract.RoomEventRequest) {
+					failedAt = time.Time{} // a new request: a new life
+				}
+				if e.Rank == s.Rank && e.Kind == contract.RoomEventStatus && e.State == contract.StateFailed && failedAt.IsZero() {
+					failedAt = e.At
+				}
+			}
+			if failedAt.IsZero() || s.At.Sub(failedAt) <= DefaultRaceWindow {
+				continue
+			}
+			base := v.Run.BaseWall
+			if v.writeHeldAt(failedAt.Sub(base)) {
+				ev["writes_after_failure_excused"]++
+				continue
+			}
+			named[s.Rank] = true
+			ev["writes_after_failure"]++
+			out = append(out, fmt.Sprintf("room %d rank %d: decode took a KV write at %v (%s), %v after prefill's rank recorded the room Failed, with nothing that holds a write under way active: prefill began it knowing the room had failed; prefill history: %s; decode history: %s",
+				id, s.Rank, s.At.Sub(base).Round(time.Millisecond), s.Detail, s.At.Sub(failedAt).Round(time.Millisecond), historyLine(p.Events, base), historyLine(d.Events, base)))
+		}
+	}
+	return out
+}
+
+// writeHeldAt reports whether a fault that can hold a KV write already
+// under way was on around offset failed, when the room failed: a write
+// prefill posted before then lands late only if something held it then
+// (see writesAfterFailure). One that began more than writeInFlight after
+// the failure, or ended before it, held no write posted before it: that
+// write had landed.
+func (v *View) writeHeldAt(failed time.Duration) bool {
+	for _, f := range v.Faults {
+		if !f.Applied || f.Start > failed+writeInFlight || (f.End != 0 && f.End < failed-writeInFlight) {
+			continue
+		}
+		switch f.Layer {
+		case faults.LayerClient:
+			continue
+		case faults.LayerNetwork, faults.LayerProtocol:
+			if link := faultLink(f.Fault); link != "" && !strings.HasPrefix(link, "kv/") || faults.DuplicatesOnly(f.Fault) {
+				continue
+			}
+		case faults.LayerEngine:
+			if strings.HasPrefix(f.Fault, "pause-transfer-workers") || strings.HasPrefix(f.Fault, "stall-bootstrap-loop") {
+				continue
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// writeInFlight bounds how long a KV write under way takes to land when
+// nothing holds it, on a loaded machine: half the race window.
+const writeInFlight = DefaultRaceWindow / 2

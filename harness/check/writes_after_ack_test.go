@@ -54,3 +54,61 @@ func TestWritesAfterAck(t *testing.T) {
 		}
 	}
 }
+
+// TestWritesAfterFailure: a KV chunk decode took more than the race
+// window after prefill's rank recorded the room Failed is a write prefill
+// began knowing it, unless something that holds a write under way was on
+// when the room failed.
+func TestWritesAfterFailure(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	pev := func(ms, rank int, kind, state, detail string) contract.Event {
+		return contract.Event{At: at(ms), Side: contract.SidePrefill, Rank: rank, Kind: kind, State: state, Detail: detail}
+	}
+	created := pev(1000, 0, contract.RoomEventStatus, contract.StateBootstrapping, "sender "+contract.CreatedFor("r1"))
+	failed := pev(2000, 0, contract.RoomEventStatus, contract.StateFailed, "scheduler: local abort")
+	stray := func(ms, rank int) contract.Event {
+		return contract.Event{At: at(ms), Side: contract.SideDecode, Rank: rank, Kind: contract.RoomEventStrayChunk, Detail: "chunk 0"}
+	}
+	hold := func(name string, layer faults.Layer, from, to float64) []schedule.Record {
+		s := func(x float64) time.Duration { return time.Duration(x * float64(time.Second)) }
+		return []schedule.Record{{Window: 1, Fault: name, Layer: layer, Applied: true, Start: s(from), End: s(to)}}
+	}
+	for _, tc := range []struct {
+		name    string
+		prefill []contract.Event
+		decode  []contract.Event
+		faults  []schedule.Record
+		want    int
+	}{
+		{"a write long after the failure", []contract.Event{created, failed}, []contract.Event{stray(3500, 0)}, nil, 1},
+		{"a write under way at the failure", []contract.Event{created, failed}, []contract.Event{stray(2500, 0)}, nil, 0},
+		{"another rank's failure", []contract.Event{created, failed}, []contract.Event{stray(3500, 1)}, nil, 0},
+		{"a new request for the room in between", []contract.Event{created, failed,
+			pev(3000, 0, contract.RoomEventStatus, contract.StateBootstrapping, "sender "+contract.CreatedFor("r2"))}, []contract.Event{stray(3500, 0)}, nil, 0},
+		{"writes paused with the write posted, at the failure", []contract.Event{created, failed}, []contract.Event{stray(3500, 0)},
+			hold("pause-transfer-writes(prefill/0/worker=-1)", faults.LayerEngine, 1.5, 3.4), 0},
+		{"writes paused only after the failure", []contract.Event{created, failed}, []contract.Event{stray(3500, 0)},
+			hold("pause-transfer-writes", faults.LayerEngine, 2.8, 3.4), 1},
+		{"workers paused before sending", []contract.Event{created, failed}, []contract.Event{stray(3500, 0)},
+			hold("pause-transfer-workers(prefill/0/worker=-1)", faults.LayerEngine, 1.5, 3.4), 1},
+		{"a KV-link reset at the failure", []contract.Event{created, failed}, []contract.Event{stray(3500, 0)},
+			hold("reset_peer(kv/0,up,0s)", faults.LayerNetwork, 1.9, 2.1), 0},
+		{"a control-link fault", []contract.Event{created, failed}, []contract.Event{stray(3500, 0)},
+			hold("drop(control/0,abort)", faults.LayerProtocol, 1, 4), 1},
+		{"prefill stopped at the failure", []contract.Event{created, failed}, []contract.Event{stray(3500, 0)},
+			hold("sigstop(prefill)", faults.LayerProcess, 1.8, 3.3), 0},
+	} {
+		v := &View{Run: RunInfo{BaseWall: base}, Faults: tc.faults}
+		got := v.writesAfterFailure(map[uint64]contract.RoomRecord{7: {Room: 7, Created: at(1000), Events: tc.prefill}},
+			map[uint64]contract.RoomRecord{7: {Room: 7, Created: at(1000), Events: tc.decode}}, map[string]int64{})
+		if len(got) != tc.want {
+			t.Errorf("%s: %d findings %q, want %d", tc.name, len(got), got, tc.want)
+			continue
+		}
+		if tc.want > 0 && !strings.Contains(got[0], "room 7 rank 0: decode took a KV write at 3.5s") {
+			t.Errorf("%s: finding %q does not name the room, rank and time", tc.name, got[0])
+		}
+	}
+}
