@@ -35,6 +35,9 @@ const (
 	// RoomEventFailNotice follows when it is sent): decode may not free
 	// the pages that write lands in before it.
 	RoomEventFailNoticeDeferred = "fail-notice-deferred"
+	// RoomEventForwarded is prefill running the request's forward and
+	// queuing its KV chunks: the start of its inflight deadline.
+	RoomEventForwarded = "forwarded"
 	// RoomEventSuccessNotice is prefill's Success status sent to decode
 	// over the control plane, on a dialect that carries it there (Mooncake).
 	RoomEventSuccessNotice = "success-notice"
@@ -88,7 +91,7 @@ func Backstops() []Backstop {
 			ClockStart: RoomEventRequest},
 		{Name: BackstopInflight, Role: SidePrefill, States: []string{StateWaitingForInput, StateTransferring}, Config: "inflight_timeout",
 			Probe: ProbePrefillInflightTimeout, Kind: RoomEventStatus, Detail: "inflight timeout",
-			Clock: "prefill forwards the request and queues its KV chunks"},
+			Clock: "prefill forwards the request and queues its KV chunks", ClockStart: RoomEventForwarded},
 		{Name: BackstopWaiting, Role: SideDecode, States: []string{StateBootstrapping, StateWaitingForInput, StateTransferring}, Config: "waiting_timeout",
 			Probe: ProbeDecodeWaitingTimeout, Kind: RoomEventStatus, Detail: "waiting timeout",
 			Clock: "decode sends its metadata (pages allocated)", ClockStart: RoomEventMetadataSent},

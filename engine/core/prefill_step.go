@@ -152,6 +152,7 @@ func (p *Prefill) Forward(now time.Time) ([]Finish, int) {
 		n += len(req.Tokens)
 		p.queueChunks(now, req)
 		req.InflightSince = now
+		p.hist.Note(now, req.Room, "prefill", 0, contract.RoomEventForwarded, "KV chunks queued")
 		p.inflightQ = append(p.inflightQ, req)
 	}
 	p.waitingQ = append(p.waitingQ[:0], p.waitingQ[k:]...)
