@@ -16,10 +16,10 @@ import (
 // the room's pages on it: a chunk after it is a write prefill started
 // after the ABORT, and on RDMA it lands in pages another request may own.
 //
-// A fault on a KV link (or a network or protocol fault whose link its name
-// does not give) during the room's life excuses it: bytes forwarded before
-// a reset are read by decode after prefill saw the write fail and sent the
-// acknowledgement on another connection. Records past
+// A fault that can deliver a write late during the room's life excuses
+// it (kvFaultDuring): bytes forwarded before a reset are read by decode
+// after prefill saw the write fail and sent the acknowledgement on another
+// connection. Records past
 // contract.MaxRoomEvents are not judged (the acknowledgement may be lost).
 func (v *View) writesAfterAck(dec map[uint64]contract.RoomRecord, ev map[string]int64) []string {
 	var out []string
@@ -55,18 +55,28 @@ func (v *View) writesAfterAck(dec map[uint64]contract.RoomRecord, ev map[string]
 }
 
 // kvFaultDuring reports whether a fault that can deliver a KV write after
-// its writer saw it fail overlapped [from, to]: one on a KV link, or a
-// network or protocol fault whose link its name does not give.
+// the acknowledgement overlapped [from, to]: one on a KV link, or a
+// network or protocol fault whose link its name does not give (bytes
+// forwarded before a reset, read late); a process stopped or killed (a
+// stopped decode reads the chunks in its socket late; a restarted prefill
+// acknowledges for writes its predecessor left in flight); decode's
+// scheduler stalled.
 func (v *View) kvFaultDuring(from, to time.Duration) bool {
 	for _, f := range v.Faults {
 		if !f.Applied || f.Start > to || (f.End != 0 && f.End < from) {
 			continue
 		}
-		if f.Layer != faults.LayerNetwork && f.Layer != faults.LayerProtocol {
-			continue
-		}
-		if link := faultLink(f.Fault); link == "" || strings.HasPrefix(link, "kv/") {
+		switch f.Layer {
+		case faults.LayerProcess:
 			return true
+		case faults.LayerEngine:
+			if faultRole(f.Fault) == contract.SideDecode {
+				return true
+			}
+		case faults.LayerNetwork, faults.LayerProtocol:
+			if link := faultLink(f.Fault); link == "" || strings.HasPrefix(link, "kv/") {
+				return true
+			}
 		}
 	}
 	return false

@@ -37,7 +37,9 @@ func TestWritesAfterAck(t *testing.T) {
 		{"a KV-link reset", []contract.Event{ack, stray}, fault("reset_peer(kv/0,up,0s)", faults.LayerNetwork), 0},
 		{"a simulated KV chunk fault", []contract.Event{ack, stray}, fault("kv-chunks@kv/0", faults.LayerProtocol), 0},
 		{"a control-link fault", []contract.Event{ack, stray}, fault("drop(control/0,abort)", faults.LayerProtocol), 1},
-		{"a process fault", []contract.Event{ack, stray}, fault("sigstop(prefill)", faults.LayerProcess), 1},
+		{"decode stopped: its socket read late", []contract.Event{ack, stray}, fault("sigstop(decode)", faults.LayerProcess), 0},
+		{"prefill restarted: the successor acknowledged", []contract.Event{ack, stray}, fault("sigkill(prefill,restart)", faults.LayerProcess), 0},
+		{"prefill's scheduler stalled", []contract.Event{ack, stray}, fault("stall-scheduler(prefill/0)", faults.LayerEngine), 1},
 	} {
 		v := &View{Run: RunInfo{BaseWall: base}, Faults: tc.faults}
 		ev := map[string]int64{}
