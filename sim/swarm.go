@@ -158,8 +158,24 @@ func Swarm(cfg Config, seed uint64) (Config, string) {
 	// After the deadlines, for the same reason: a third of the seeds add
 	// a stranger's messages, which no fault of a scenario makes.
 	out.Strangers = out.Strangers || r.IntN(3) == 0
-	return out, fmt.Sprintf("swarm seed %d: faults [%s], cancel rates queued %.2f decode %.2f deadline %.2f, kill every %v, deadlines %s, strangers %v",
-		seed, strings.Join(drawn, " "), c.CancelQueuedRate, c.CancelDecodeRate, c.DeadlineRate, c.KillEvery, deadlines, out.Strangers)
+	// Last again: a quarter of the seeds of a one-rank scenario run two
+	// tensor-parallel ranks on each side, and each drawn fault on a rank-0
+	// link moves to rank 1 with even odds, so one rank fails while the
+	// other carries on (the paths where decode waits for every rank's
+	// word) under every fault mix, not only in the TP presets.
+	tp := ""
+	if out.Engine.TP <= 1 && r.IntN(4) == 0 {
+		out.Engine.TP = 2
+		tp = ", tp 2"
+		for i := len(cfg.Faults); i < len(out.Faults); i++ {
+			f := &out.Faults[i]
+			if kind, ok := strings.CutSuffix(f.Link, "/0"); ok && r.IntN(2) == 0 {
+				f.Link = kind + "/1"
+			}
+		}
+	}
+	return out, fmt.Sprintf("swarm seed %d: faults [%s], cancel rates queued %.2f decode %.2f deadline %.2f, kill every %v, deadlines %s, strangers %v%s",
+		seed, strings.Join(drawn, " "), c.CancelQueuedRate, c.CancelDecodeRate, c.DeadlineRate, c.KillEvery, deadlines, out.Strangers, tp)
 }
 
 // resolvedDeadlines is cfg's engine config with its defaults filled in.
