@@ -186,7 +186,7 @@ func (s *run) newDecode() *core.Decode {
 // simulate plays the whole run: baseline, load with faults, drain,
 // liveness probes, final records.
 func (s *run) simulate(cfg Config) {
-	s.emit(check.Event{Type: check.EvRun, Run: &check.RunInfo{Scenario: cfg.Name, Seed: s.seed, Target: "sim", BaseWall: epoch, Engine: &s.cfg}})
+	s.emit(check.Event{Type: check.EvRun, Run: &check.RunInfo{Scenario: cfg.Name, Seed: s.seed, Target: check.SimTarget, BaseWall: epoch, Engine: &s.cfg}})
 	s.scrape()
 	s.loadEnd = cfg.Duration
 	warm := s.clients.StartSpread + s.clients.WarmUp

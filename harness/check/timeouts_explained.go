@@ -176,8 +176,9 @@ func checkTimeoutsExplained(v *View) CheckResult {
 		for _, l := range v.lossesTooSoon(recs[contract.SideDecode], cfg, ev) {
 			finding("peer_losses_too_soon", contract.SideDecode, l.head, l.room, l.at)
 		}
+		losses := peerLosses(recs[contract.SideDecode], v.Run.BaseWall)
 		for _, id := range sortedRooms(recs[contract.SideDecode]) {
-			if head, at := v.outlivedPeerLoss(recs[contract.SideDecode][id], cfg); head != "" {
+			if head, at := v.outlivedPeerLoss(recs[contract.SideDecode][id], cfg, losses); head != "" {
 				finding("outlived_peer_loss", contract.SideDecode, head, recs[contract.SideDecode][id], at)
 			}
 		}
@@ -622,8 +623,11 @@ func firings(recs map[string]map[uint64]contract.RoomRecord) []firing {
 // its TransferInfo for by then must have ended by then, not waited on
 // for the prefill to come back or for its waiting deadline (300 s on
 // SGLang). "" when that is not the case. Rooms that lived past the
-// moment are judged; one still held at the end is rooms-terminal's.
-func (v *View) outlivedPeerLoss(r contract.RoomRecord, cfg contract.EngineConfig) (string, time.Duration) {
+// moment are judged; one still held at the end is rooms-terminal's. A room
+// paired after decode had already declared prefill lost in that outage
+// (losses, from peerLosses) is not: the loss is declared once, and the
+// room waits for prefill to come back as any room paired later does.
+func (v *View) outlivedPeerLoss(r contract.RoomRecord, cfg contract.EngineConfig, losses []time.Duration) (string, time.Duration) {
 	if cfg.HeartbeatInterval <= 0 {
 		return "", 0
 	}
@@ -639,14 +643,21 @@ func (v *View) outlivedPeerLoss(r contract.RoomRecord, cfg contract.EngineConfig
 	if paired < 0 {
 		return "", 0
 	}
-	detect := contract.PeerLossDetection(cfg)
+	detect, margin := contract.PeerLossDetection(cfg), v.lossMargin(cfg)
 	for _, w := range v.Faults {
 		if !w.Applied || w.Layer != faults.LayerProcess || faultRole(w.Fault) != contract.SidePrefill {
 			continue
 		}
-		from, ok := v.decodeUpFrom(w.Start, detect+DefaultFaultMargin)
-		lost := from + detect + DefaultFaultMargin
+		if w.Fault == faults.KillName(contract.SidePrefill, true) {
+			// Restarted at once: down for its start-up, not the window.
+			continue
+		}
+		from, ok := v.decodeUpFrom(w.Start, detect+margin)
+		lost := from + detect + margin
 		if !ok || paired >= from+detect || (w.End != 0 && w.End < lost) || last < lost {
+			continue
+		}
+		if slices.ContainsFunc(losses, func(l time.Duration) bool { return l >= w.Start-detect-margin && l <= paired }) {
 			continue
 		}
 		if ps := peerAt(r, base.Add(lost), ""); ps.held && ps.live {
@@ -657,6 +668,40 @@ func (v *View) outlivedPeerLoss(r contract.RoomRecord, cfg contract.EngineConfig
 	}
 	return "", 0
 }
+
+// peerLosses lists the moments decode declared a prefill lost, read off
+// the rooms the loss failed (one loss fails every paired room at once).
+func peerLosses(decode map[uint64]contract.RoomRecord, base time.Time) []time.Duration {
+	seen := map[time.Duration]bool{}
+	var out []time.Duration
+	for _, id := range sortedRooms(decode) {
+		for _, e := range decode[id].Events {
+			if _, why, ok := strings.Cut(e.Detail, ": "); ok && e.Kind == contract.RoomEventStatus && e.Side == contract.SideDecode &&
+				e.State == contract.StateFailed && strings.HasPrefix(why, contract.PeerLostDetail) && !seen[e.At.Sub(base)] {
+				seen[e.At.Sub(base)] = true
+				out = append(out, e.At.Sub(base))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// lossMargin is how late after PeerLossDetection a prefill stopped or
+// killed may be declared lost: DefaultFaultMargin live, where a starved
+// heartbeat thread and the harness's signal run late; a quarter of a
+// heartbeat interval in the simulator, whose clock is the engine's own and
+// whose heartbeat polls a stopped prefill every few milliseconds, so one
+// miss too many (an interval) shows.
+func (v *View) lossMargin(cfg contract.EngineConfig) time.Duration {
+	if v.Run.Target == SimTarget {
+		return cfg.HeartbeatInterval / 4
+	}
+	return DefaultFaultMargin
+}
+
+// SimTarget is RunInfo.Target of a run in the deterministic simulator.
+const SimTarget = "sim"
 
 // failureUnanswered says why prefill's record of a room is a violation
 // when a rank failed the room before decode's TransferInfo reached it (a
