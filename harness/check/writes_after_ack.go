@@ -83,7 +83,8 @@ func (v *View) kvFaultDuring(from, to time.Duration) bool {
 }
 
 // writesAfterFailure lists decode ranks that took a KV chunk of a room
-// more than DefaultRaceWindow after the matching prefill rank had recorded
+// more than DefaultRaceWindow (plus the engine's kv_write_latency) after
+// the matching prefill rank had recorded
 // the room Failed (decode's ABORT taken, the client's abort, a deadline):
 // prefill looks at the room again after its transfer worker's pause gate,
 // so only a write already under way when the room failed may still land,
@@ -130,7 +131,7 @@ func (v *View) writesAfterFailure(pre, dec map[uint64]contract.RoomRecord, ev ma
 					failedAt = e.At
 				}
 			}
-			if failedAt.IsZero() || s.At.Sub(failedAt) <= DefaultRaceWindow {
+			if failedAt.IsZero() || s.At.Sub(failedAt) <= DefaultRaceWindow+v.kvWriteLatency() {
 				continue
 			}
 			base := v.Run.BaseWall
@@ -155,7 +156,8 @@ func (v *View) writesAfterFailure(pre, dec map[uint64]contract.RoomRecord, ev ma
 // write had landed.
 func (v *View) writeHeldAt(failed time.Duration) bool {
 	for _, f := range v.Faults {
-		if !f.Applied || f.Start > failed+writeInFlight || (f.End != 0 && f.End < failed-writeInFlight) {
+		inFlight := writeInFlight + v.kvWriteLatency()
+		if !f.Applied || f.Start > failed+inFlight || (f.End != 0 && f.End < failed-inFlight) {
 			continue
 		}
 		switch f.Layer {
@@ -176,5 +178,16 @@ func (v *View) writeHeldAt(failed time.Duration) bool {
 }
 
 // writeInFlight bounds how long a KV write under way takes to land when
-// nothing holds it, on a loaded machine: half the race window.
+// nothing holds it, on a loaded machine: half the race window, plus the
+// engine's modelled RDMA latency (kvWriteLatency).
 const writeInFlight = DefaultRaceWindow / 2
+
+// kvWriteLatency is the bundled engine's kv_write_latency: each KV write
+// takes that long before it lands, so a write under way when its room
+// failed may land that much later.
+func (v *View) kvWriteLatency() time.Duration {
+	if v.Run.Engine == nil {
+		return 0
+	}
+	return v.Run.Engine.KVWriteLatency
+}

@@ -82,27 +82,29 @@ func TestWritesAfterFailure(t *testing.T) {
 		prefill []contract.Event
 		decode  []contract.Event
 		faults  []schedule.Record
+		latency time.Duration
 		want    int
 	}{
-		{"a write long after the failure", []contract.Event{created, failed}, []contract.Event{stray(3500, 0)}, nil, 1},
-		{"a write under way at the failure", []contract.Event{created, failed}, []contract.Event{stray(2500, 0)}, nil, 0},
-		{"another rank's failure", []contract.Event{created, failed}, []contract.Event{stray(3500, 1)}, nil, 0},
+		{"a write long after the failure", []contract.Event{created, failed}, []contract.Event{stray(3500, 0)}, nil, 0, 1},
+		{"a write under way, each taking 2s to land", []contract.Event{created, failed}, []contract.Event{stray(3500, 0)}, nil, 2 * time.Second, 0},
+		{"a write under way at the failure", []contract.Event{created, failed}, []contract.Event{stray(2500, 0)}, nil, 0, 0},
+		{"another rank's failure", []contract.Event{created, failed}, []contract.Event{stray(3500, 1)}, nil, 0, 0},
 		{"a new request for the room in between", []contract.Event{created, failed,
-			pev(3000, 0, contract.RoomEventStatus, contract.StateBootstrapping, "sender "+contract.CreatedFor("r2"))}, []contract.Event{stray(3500, 0)}, nil, 0},
+			pev(3000, 0, contract.RoomEventStatus, contract.StateBootstrapping, "sender "+contract.CreatedFor("r2"))}, []contract.Event{stray(3500, 0)}, nil, 0, 0},
 		{"writes paused with the write posted, at the failure", []contract.Event{created, failed}, []contract.Event{stray(3500, 0)},
-			hold("pause-transfer-writes(prefill/0/worker=-1)", faults.LayerEngine, 1.5, 3.4), 0},
+			hold("pause-transfer-writes(prefill/0/worker=-1)", faults.LayerEngine, 1.5, 3.4), 0, 0},
 		{"writes paused only after the failure", []contract.Event{created, failed}, []contract.Event{stray(3500, 0)},
-			hold("pause-transfer-writes", faults.LayerEngine, 2.8, 3.4), 1},
+			hold("pause-transfer-writes", faults.LayerEngine, 2.8, 3.4), 0, 1},
 		{"workers paused before sending", []contract.Event{created, failed}, []contract.Event{stray(3500, 0)},
-			hold("pause-transfer-workers(prefill/0/worker=-1)", faults.LayerEngine, 1.5, 3.4), 1},
+			hold("pause-transfer-workers(prefill/0/worker=-1)", faults.LayerEngine, 1.5, 3.4), 0, 1},
 		{"a KV-link reset at the failure", []contract.Event{created, failed}, []contract.Event{stray(3500, 0)},
-			hold("reset_peer(kv/0,up,0s)", faults.LayerNetwork, 1.9, 2.1), 0},
+			hold("reset_peer(kv/0,up,0s)", faults.LayerNetwork, 1.9, 2.1), 0, 0},
 		{"a control-link fault", []contract.Event{created, failed}, []contract.Event{stray(3500, 0)},
-			hold("drop(control/0,abort)", faults.LayerProtocol, 1, 4), 1},
+			hold("drop(control/0,abort)", faults.LayerProtocol, 1, 4), 0, 1},
 		{"prefill stopped at the failure", []contract.Event{created, failed}, []contract.Event{stray(3500, 0)},
-			hold("sigstop(prefill)", faults.LayerProcess, 1.8, 3.3), 0},
+			hold("sigstop(prefill)", faults.LayerProcess, 1.8, 3.3), 0, 0},
 	} {
-		v := &View{Run: RunInfo{BaseWall: base}, Faults: tc.faults}
+		v := &View{Run: RunInfo{BaseWall: base, Engine: &contract.EngineConfig{KVWriteLatency: tc.latency}}, Faults: tc.faults}
 		got := v.writesAfterFailure(map[uint64]contract.RoomRecord{7: {Room: 7, Created: at(1000), Events: tc.prefill}},
 			map[uint64]contract.RoomRecord{7: {Room: 7, Created: at(1000), Events: tc.decode}}, map[string]int64{})
 		if len(got) != tc.want {
