@@ -308,6 +308,9 @@ func (v *View) explain(f firing, own, peer contract.RoomRecord, hasPeer bool) (h
 		}
 		return "", fmt.Sprintf("%s recorded %s %v before it (state %s then): it never arrived", peerOf(f.b.Role), f.b.PeerNotice, d.Round(time.Millisecond), p.state)
 	}
+	if why := requestNeverCame(f, peer); why != "" {
+		return "", why
+	}
 	switch {
 	case p.live:
 		return explainedLoad, ""
@@ -319,6 +322,27 @@ func (v *View) explain(f firing, own, peer contract.RoomRecord, hasPeer bool) (h
 		return "", fmt.Sprintf("%s had ended the room %v before (state %s, last state %s)", peerOf(f.b.Role), f.at.Sub(p.endAt).Round(time.Millisecond), p.state, peer.LastState)
 	}
 	return "", fmt.Sprintf("%s never held the room (state %s)", peerOf(f.b.Role), p.state)
+}
+
+// requestNeverCame says why decode's waiting deadline f is unexplained
+// when prefill's record of the room, whole, holds no request for it: only
+// decode's TransferInfo opened it there. The router sends both legs at
+// once and, when prefill refuses its leg, gives the client that refusal
+// and cancels decode's; a leg lost on the way needs a fault, which the
+// caller has already looked for. So decode waiting out its deadline for
+// KV of a request prefill never got is the router dropping a leg, however
+// busy prefill was. "" when f is another backstop, or the record is
+// truncated (its request may be among the events lost) or has a request.
+func requestNeverCame(f firing, peer contract.RoomRecord) string {
+	if f.b.Name != contract.BackstopWaiting || len(peer.Events) == 0 || nonClear(peer.Events) >= contract.MaxRoomEvents {
+		return ""
+	}
+	for _, e := range peer.Events {
+		if _, created := contract.CreatedRid(e.Detail); created && (e.Kind == contract.RoomEventStatus || e.Kind == contract.RoomEventRequest) {
+			return ""
+		}
+	}
+	return "prefill never got the room's request (only decode's TransferInfo opened the room there), and no fault was on to lose it: the router let decode wait for KV of a request prefill refused or never saw"
 }
 
 // peerState is a room on one side at one moment.

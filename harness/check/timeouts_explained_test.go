@@ -600,3 +600,42 @@ func TestNoticeFaultDuring(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestNeverCame: decode's waiting deadline on a room prefill holds
+// only by decode's TransferInfo, with no request for it anywhere in the
+// record, is the router leaving decode's leg to wait; a request that came
+// (even after the deadline), another backstop or a truncated record is
+// not judged by it.
+func TestRequestNeverCame(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	ev := func(ms int, kind, state, detail string) contract.Event {
+		return contract.Event{At: at(ms), Side: contract.SidePrefill, Kind: kind, State: state, Detail: detail}
+	}
+	waiting := firing{b: contract.LookupBackstop(contract.BackstopWaiting), room: 1, at: at(3000)}
+	meta := []contract.Event{ev(100, contract.RoomEventMetadata, "", "98 pages"), ev(100, contract.RoomEventStatus, contract.StateWaitingForInput, "bootstrap: metadata arrived")}
+	late := append(slices.Clone(meta), ev(3500, contract.RoomEventRequest, "", "sender "+contract.CreatedFor("r1")))
+	long := slices.Clone(meta)
+	for i := 0; len(long) < contract.MaxRoomEvents+1; i++ {
+		long = append(long, ev(200+i, "metadata-duplicate", "", ""))
+	}
+	for _, tc := range []struct {
+		name   string
+		f      firing
+		events []contract.Event
+		judged bool
+	}{
+		{"only decode's TransferInfo", waiting, meta, true},
+		{"the request came after the deadline", waiting, late, false},
+		{"the request opened the room", waiting, []contract.Event{ev(50, contract.RoomEventStatus, contract.StateBootstrapping, "sender "+contract.CreatedFor("r1"))}, false},
+		{"another backstop", firing{b: contract.LookupBackstop(contract.BackstopAck), room: 1, at: at(3000)}, meta, false},
+		{"no record", waiting, nil, false},
+		{"a truncated record", waiting, long, false},
+	} {
+		why := requestNeverCame(tc.f, contract.RoomRecord{Room: 1, Events: tc.events})
+		if (why != "") != tc.judged || tc.judged && !strings.Contains(why, "prefill never got the room's request") {
+			t.Errorf("%s: %q, judged %v", tc.name, why, tc.judged)
+		}
+	}
+}
