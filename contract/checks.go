@@ -19,10 +19,14 @@ const (
 	// explained by a fault, a regression, load or a race, and no room
 	// outstays its state's deadline (StateDeadlines).
 	CheckTimeoutsExplained = "timeouts-explained"
+	// CheckUnreachableBranches: no code probe the run should never hit
+	// (UnexpectedProbes: a Never probe on the fixed engine, a regression's
+	// branch with it off) was hit.
+	CheckUnreachableBranches = "unreachable-branches"
 )
 
 // CheckNames lists every checker in judging order.
 func CheckNames() []string {
 	return []string{CheckRoomsTerminal, CheckSlotsReleased, CheckLiveness, CheckClientOutcomes,
-		CheckCancelsReached, CheckTimeoutsExplained, CheckIntegrity, CheckNoLeaks, CheckFaultsVerified, CheckLoadFloor}
+		CheckCancelsReached, CheckTimeoutsExplained, CheckIntegrity, CheckUnreachableBranches, CheckNoLeaks, CheckFaultsVerified, CheckLoadFloor}
 }

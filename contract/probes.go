@@ -171,6 +171,12 @@ type Probe struct {
 	// Regression, when set, names the known regression only with which the
 	// branch exists (the fixed engine never takes it).
 	Regression string `json:"regression,omitempty"`
+	// Never marks a defensive branch the fixed engine must never take,
+	// whatever the faults: only a regression's broken neighbour, or a bug,
+	// gets there. Such a probe is an assertion, not a path to reach: a run
+	// with no regression on that hits it fails CheckUnreachableBranches,
+	// and the gate does not ask any scenario to hit it.
+	Never bool `json:"never,omitempty"`
 	// Sites are the probe's places in the engine source, "path:line" from
 	// the repository root (probe_sites.txt, which a test keeps true).
 	Sites []string `json:"sites"`
@@ -216,6 +222,35 @@ func ProbesOf(side string) []Probe {
 	return out
 }
 
+// UnexpectedProbe is a probe hit on a run that should never reach its
+// branch: a Never probe with no regression on, or a regression's own
+// branch with that regression off.
+type UnexpectedProbe struct {
+	Probe Probe
+	Hits  int64
+}
+
+// UnexpectedProbes returns the probes of hits (name → count) that a run
+// with regressions on must not have hit, in table order. Unknown names
+// are ignored: a target built from other sources may report more.
+func UnexpectedProbes(hits map[string]int64, regressions []string) []UnexpectedProbe {
+	on := map[string]bool{}
+	for _, r := range regressions {
+		on[r] = true
+	}
+	var out []UnexpectedProbe
+	for _, p := range Probes() {
+		n := hits[p.Name]
+		if n <= 0 {
+			continue
+		}
+		if (p.Never && len(on) == 0) || (p.Regression != "" && !on[p.Regression]) {
+			out = append(out, UnexpectedProbe{Probe: p, Hits: n})
+		}
+	}
+	return out
+}
+
 // LookupProbe finds a probe by name.
 func LookupProbe(name string) (Probe, bool) {
 	for _, p := range Probes() {
@@ -250,6 +285,13 @@ type ProbesResponse struct {
 func pp(id ProbeID, name, doc string) Probe {
 	side, _, _ := strings.Cut(name, "/")
 	return Probe{ID: id, Name: name, Side: side, Doc: doc}
+}
+
+// pn is a Never probe: a hit on the fixed engine is a bug.
+func pn(id ProbeID, name, doc string) Probe {
+	p := pp(id, name, doc)
+	p.Never = true
+	return p
 }
 
 func pr(id ProbeID, name, regression, doc string) Probe {
@@ -299,7 +341,7 @@ func probeTable() []Probe {
 		pp(ProbePrefillFailNotice, "prefill/fail-notice-sent", "a failed room with decode's TransferInfo sends decode a Failed status (#36612)"),
 		pp(ProbePrefillFailNoticeDeferred, "prefill/fail-notice-deferred", "the Failed status waits because a worker still holds a chunk of the room"),
 		pp(ProbePrefillOrphanInfoSwept, "prefill/orphan-info-swept", "decode's TransferInfo for a room no request claimed is swept after the bootstrap timeout"),
-		pp(ProbePrefillOrphanStatusSwept, "prefill/orphan-status-swept", "a room status no request and no TransferInfo owns is swept"),
+		pn(ProbePrefillOrphanStatusSwept, "prefill/orphan-status-swept", "a room status no request and no TransferInfo owns is swept: every ordering that opens a room without a request leaves its TransferInfo too, swept (with the status) first, so a hit means a clear forgot the status"),
 		pr(ProbePrefillNoTransferInfo, "prefill/no-transfer-info", UnknownRoomWaiting, "a request forwarded without decode's TransferInfo queues no chunks"),
 		pp(ProbePrefillWorkerSkipDead, "prefill/worker-skip-dead-chunk", "a worker skips a queued chunk of a failed or cleared room"),
 		pp(ProbePrefillWorkerSendAborted, "prefill/worker-send-aborted", "an ABORT landed while the worker held the chunk: it is released unwritten"),
@@ -363,7 +405,7 @@ func probeTable() []Probe {
 		pp(ProbeDecodeUnfencedPagesHeld, "decode/unfenced-pages-held", "a lost prefill's rooms keep their pages until it acknowledges: the wire cannot refuse its writes (Mooncake's session_id carries no epoch)"),
 		pp(ProbeDecodeUnfencedAckResent, "decode/unfenced-ack-resent", "an ABORT went unacknowledged through every resend on a wire that cannot retire names: it is sent again and the pages wait, rather than freed under a prefill that may still write"),
 		pp(ProbeDecodeFailedSticky, "decode/failed-sticky", "a write to a Failed room changes nothing: Failed is sticky until clear"),
-		pp(ProbeDecodeStatusUnexpected, "decode/status-unexpected", "a status branch the fixed decode never takes (tombstone, late worker write, absent room read as waiting, revive) ran on decode: only a regression gets here"),
+		pn(ProbeDecodeStatusUnexpected, "decode/status-unexpected", "a status branch the fixed decode never takes (tombstone, late worker write, absent room read as waiting, revive) ran on decode: only a regression gets here"),
 		pp(ProbeDecodeHeartbeatMiss, "decode/heartbeat-miss", "a prefill's /health did not answer 200 in time"),
 		pp(ProbeDecodePrefillLost, "decode/prefill-lost", "a prefill missed heartbeats in a row: its rooms fail and its route is forgotten"),
 		pp(ProbeDecodeRouteFailed, "decode/route-failed", "prefill's bootstrap server did not give the control route: the request is refused"),
@@ -392,10 +434,14 @@ func probeTable() []Probe {
 
 // UnhitProbes returns, in table order, the probes no run hit: each run is
 // probe name → hits, as a run records them (the gate fails naming these,
-// less the ones it lists as unreachable today).
+// less the ones it lists as unreachable today). Never probes are left
+// out: they are asserted (a hit fails the run), not paths to reach.
 func UnhitProbes(runs ...map[string]int64) []Probe {
 	var out []Probe
 	for _, p := range Probes() {
+		if p.Never {
+			continue
+		}
 		hit := false
 		for _, r := range runs {
 			hit = hit || r[p.Name] > 0

@@ -141,9 +141,13 @@ func readProbeRuns(dirs []string) (*probeRuns, error) {
 func printProbeCoverage(out io.Writer, probes []contract.Probe, c *probeRuns) (int, error) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "PROBE\tPLACE\tRUNS\tHITS\tHIT BY (runs that hit it / runs of the scenario)\n")
-	var unhit []contract.Probe
+	var unhit, never []contract.Probe
 	for _, p := range probes {
 		by := c.hits[p.Name]
+		if len(by) == 0 && p.Never {
+			never = append(never, p)
+			continue
+		}
 		if len(by) == 0 {
 			unhit = append(unhit, p)
 			continue
@@ -167,13 +171,17 @@ func printProbeCoverage(out io.Writer, probes []contract.Probe, c *probeRuns) (i
 		}
 		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", p.Name, firstSite(p), runs, c.total[p.Name], strings.Join(parts, ", "))
 	}
+	for _, p := range never {
+		fmt.Fprintf(w, "%s\t%s\t0\t0\tnever (asserted: a hit fails %s)\n", p.Name, firstSite(p), contract.CheckUnreachableBranches)
+	}
 	for _, p := range unhit {
 		fmt.Fprintf(w, "%s\t%s\t0\t0\tUNHIT\n", p.Name, firstSite(p))
 	}
 	if err := w.Flush(); err != nil {
 		return 0, fmt.Errorf("print probe coverage: %w", err)
 	}
-	fmt.Fprintf(out, "%d probes, %d hit, %d unhit, over %d runs of %d scenarios\n", len(probes), len(probes)-len(unhit), len(unhit), c.runs, len(c.byScenario))
+	fmt.Fprintf(out, "%d probes, %d hit, %d unhit, %d never to be hit (asserted), over %d runs of %d scenarios\n",
+		len(probes), len(probes)-len(unhit)-len(never), len(unhit), len(never), c.runs, len(c.byScenario))
 	return len(unhit), nil
 }
 
@@ -222,6 +230,9 @@ func printProbes(out io.Writer, probes []contract.Probe) error {
 		doc := p.Doc
 		if p.Regression != "" {
 			doc += " [only with regression " + p.Regression + "]"
+		}
+		if p.Never {
+			doc += " [never on the fixed engine: a hit fails " + contract.CheckUnreachableBranches + "]"
 		}
 		first := ""
 		if len(p.Sites) > 0 {

@@ -75,7 +75,7 @@ func TestProbesRuns(t *testing.T) {
 	if code != exitPass {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	for _, want := range []string{"abort-storm 2/2, abort-storm [decode-abort-leak] 1/1", "2 probes, 2 hit, 0 unhit, over 3 runs of 2 scenarios"} {
+	for _, want := range []string{"abort-storm 2/2, abort-storm [decode-abort-leak] 1/1", "2 probes, 2 hit, 0 unhit, 0 never to be hit (asserted), over 3 runs of 2 scenarios"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -86,6 +86,13 @@ func TestProbesRuns(t *testing.T) {
 	code, out = execute(t, "probes", "decode/abort", "router/bad-event", "--runs", dir)
 	if code != exitViolation || !regexp.MustCompile(`router/bad-event\s+\S+\s+0\s+0\s+UNHIT`).MatchString(out) || !strings.Contains(out, "1 of 2 probes hit by none of 3 runs") {
 		t.Errorf("an unhit probe: exit %d:\n%s", code, out)
+	}
+	// A Never probe no run hit is asserted, not missing: it leaves the exit
+	// code alone.
+	code, out = execute(t, "probes", "decode/abort", "prefill/orphan-status-swept", "--runs", dir)
+	if code != exitPass || !regexp.MustCompile(`prefill/orphan-status-swept\s+\S+\s+0\s+0\s+never \(asserted`).MatchString(out) ||
+		!strings.Contains(out, "2 probes, 1 hit, 0 unhit, 1 never to be hit") {
+		t.Errorf("a Never probe: exit %d:\n%s", code, out)
 	}
 	if code, out := execute(t, "probes", "--runs", t.TempDir()); code != exitHarness || !strings.Contains(out, "no result.json") {
 		t.Errorf("no runs: exit %d: %s", code, out)

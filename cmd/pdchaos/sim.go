@@ -225,9 +225,13 @@ func firstFailure(r sim.Result) string {
 func printCoverage(out io.Writer, hits map[string]int, seeds int) {
 	all := contract.Probes()
 	names := make([]string, 0, len(all))
-	ioOnly := map[string]bool{}
+	ioOnly, never := map[string]bool{}, map[string]bool{}
 	missed, core, coreMissed := 0, 0, 0
 	for _, p := range all {
+		if p.Never && hits[p.Name] == 0 {
+			never[p.Name] = true // asserted, not asked for: listed apart
+			continue
+		}
 		names = append(names, p.Name)
 		ioOnly[p.Name] = !slices.ContainsFunc(p.Sites, func(s string) bool { return strings.HasPrefix(s, simulatedCore) })
 		if !ioOnly[p.Name] {
@@ -245,7 +249,7 @@ func printCoverage(out io.Writer, hits map[string]int, seeds int) {
 	if seeds > 0 {
 		what = "seeds"
 	}
-	fmt.Fprintf(out, "code probes: %d of %d hit: %d of the %d in %s (the code the simulator runs), %d of the %d of the I/O layer (which it models in part)\n",
+	fmt.Fprintf(out, "code probes: %d of %d to reach hit: %d of the %d in %s (the code the simulator runs), %d of the %d of the I/O layer (which it models in part)\n",
 		len(names)-missed, len(names), core-coreMissed, core, simulatedCore, len(names)-core-(missed-coreMissed), len(names)-core)
 	for _, n := range names {
 		mark := " "
@@ -257,6 +261,10 @@ func printCoverage(out io.Writer, hits map[string]int, seeds int) {
 			note = " (I/O layer)"
 		}
 		fmt.Fprintf(out, "  %s %-52s %d %s%s\n", mark, n, hits[n], what, note)
+	}
+	if len(never) > 0 {
+		fmt.Fprintf(out, "never on the fixed engine (asserted: a hit fails %s): %s\n", contract.CheckUnreachableBranches,
+			strings.Join(slices.Sorted(maps.Keys(never)), ", "))
 	}
 }
 

@@ -43,6 +43,7 @@ func TestCheckersOnRecordedLogs(t *testing.T) {
 		{"bad-cancels-reached-deadline.jsonl", contract.CheckCancelsReached, Fail, nil},
 		{"bad-integrity.jsonl", contract.CheckIntegrity, Fail, nil},
 		{"bad-no-leaks.jsonl", contract.CheckNoLeaks, Fail, nil},
+		{"bad-unreachable-branches.jsonl", contract.CheckUnreachableBranches, Fail, nil},
 		{"bad-faults-verified.jsonl", contract.CheckFaultsVerified, Inconclusive, nil},
 		{"bad-load-floor.jsonl", contract.CheckLoadFloor, Inconclusive, nil},
 		{"good-timeouts-explained.jsonl", "", Pass, nil},
@@ -52,8 +53,8 @@ func TestCheckersOnRecordedLogs(t *testing.T) {
 		{"bad-timeouts-explained-state-bound.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
 		{"bad-timeouts-explained-notice-ignored.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
 		{"bad-timeouts-explained-peer-forgot.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
-		{"old-good.jsonl", "", Pass, []string{contract.CheckCancelsReached, contract.CheckTimeoutsExplained}},
-		{"old-bad-slots-released.jsonl", contract.CheckSlotsReleased, Fail, []string{contract.CheckCancelsReached, contract.CheckTimeoutsExplained}},
+		{"old-good.jsonl", "", Pass, []string{contract.CheckCancelsReached, contract.CheckTimeoutsExplained, contract.CheckUnreachableBranches}},
+		{"old-bad-slots-released.jsonl", contract.CheckSlotsReleased, Fail, []string{contract.CheckCancelsReached, contract.CheckTimeoutsExplained, contract.CheckUnreachableBranches}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
@@ -102,6 +103,9 @@ func TestFailuresNameWhere(t *testing.T) {
 			[]string{"{tp_rank=1}: 2 owned twice", "12 in use + 90 free of 100"}},
 		{"incon-slots-released-missing-family.jsonl", contract.CheckSlotsReleased,
 			[]string{"sglang:num_decode_transfer_queue_reqs absent on http://127.0.0.1:30002/metrics"}},
+		{"bad-unreachable-branches.jsonl", contract.CheckUnreachableBranches,
+			[]string{"prefill/orphan-status-swept hit 3 times (never on the fixed engine)",
+				"prefill/no-transfer-info hit 1 times (a branch of regression unknown-room-waiting, which is off)", "engine/core/prefill_step.go:"}},
 		{"bad-cancels-reached.jsonl", contract.CheckCancelsReached,
 			[]string{"room 1001", "prefill never recorded the client's abort", "abort-received"}},
 		{"bad-cancels-reached-deadline.jsonl", contract.CheckCancelsReached,

@@ -149,8 +149,15 @@ def good(old=False):
     ev += [sc(4 * S, P, 0, 100), sc(4 * S, D, 0, 1000),
            {"t": 4 * S + 1, "type": "rooms", "source": PE, "rooms": {"role": "prefill", "held": [], "cleared": 12, "final": True}},
            {"t": 4 * S + 2, "type": "rooms", "source": DE, "rooms": {"role": "decode", "held": [], "cleared": 12, "final": True}},
-           {"t": 4 * S + 3, "type": "leaks", "leaks": {"checked": True, "leaked": 0}},
-           {"t": 4 * S + 4, "type": "end", "end": {}}]
+           {"t": 4 * S + 3, "type": "leaks", "leaks": {"checked": True, "leaked": 0}}]
+    if not old:
+        # Each role's code probes at the end: failure paths taken, and
+        # the branches the fixed engine never takes at zero.
+        ev += [{"t": 4 * S + 3, "type": "code-probes", "source": PE, "code_probes": {"role": "prefill", "hits": {
+                   "prefill/abort-held-room": 7, "prefill/orphan-status-swept": 0, "prefill/no-transfer-info": 0}}},
+               {"t": 4 * S + 3, "type": "code-probes", "source": DE, "code_probes": {"role": "decode", "hits": {
+                   "decode/abort": 8, "decode/status-unexpected": 0}}}]
+    ev.append({"t": 4 * S + 4, "type": "end", "end": {}})
     return ev
 
 def write(name, ev):
@@ -267,6 +274,11 @@ write("bad-integrity.jsonl", b)
 b = copy.deepcopy(g)
 find(b, lambda e: e["type"] == "leaks")[0]["leaks"] = {"checked": True, "leaked": 2, "detail": "found unexpected goroutines: [Goroutine 7 ...]"}
 write("bad-no-leaks.jsonl", b)
+
+b = copy.deepcopy(g)
+find(b, lambda e: e["type"] == "code-probes" and e["source"] == PE)[0]["code_probes"]["hits"].update(
+    {"prefill/orphan-status-swept": 3, "prefill/no-transfer-info": 1})
+write("bad-unreachable-branches.jsonl", b)
 
 b = copy.deepcopy(g)
 find(b, lambda e: e["type"] == "fault")[0]["fault"]["evidence"]["effective"] = False
