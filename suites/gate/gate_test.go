@@ -144,6 +144,10 @@ var _ = Describe("pre-release gate", Serial, func() {
 		simulatedRegressions(v, cov)
 	})
 
+	Describe("the simulator reaches regressions' own branches other presets bring about", func() {
+		simulatedRegressionBranches(v, cov)
+	})
+
 	Describe("hostile peers", func() {
 		hostilePeers(v, cov)
 	})
@@ -178,6 +182,9 @@ var _ = Describe("pre-release gate", Serial, func() {
 				}
 				for _, r := range contract.Catalogue() {
 					want = append(want, simRegressionKey(r.Name))
+				}
+				for _, b := range regressionBranches() {
+					want = append(want, simBranchKey(b))
 				}
 			}
 			want = append(want, hostileKeys()...)

@@ -170,3 +170,52 @@ func simulatedRegressions(v labels.Vocabulary, cov *probeCoverage) {
 }
 
 func simRegressionKey(name string) string { return "simulated regression " + name }
+
+// regressionBranch is a simulated exploration that reaches a regression's
+// own branch its catching preset does not: the branch runs only in an
+// ordering another preset brings about, with the regression on.
+type regressionBranch struct {
+	regression, preset string
+	swarm              bool
+	seeds              uint64
+	probe              string
+	why                string
+}
+
+// regressionBranches lists them (the one place; each spec fails when its
+// seeds stop reaching the probe, naming it).
+func regressionBranches() []regressionBranch {
+	return []regressionBranch{{
+		regression: contract.UnknownRoomWaiting, preset: "room-retries", swarm: true, seeds: 100,
+		probe: "prefill/no-transfer-info",
+		why: "a retried room's old chunk fails on one rank of a TP-2 swarm seed after the new request's metadata came: " +
+			"the failure clears that rank's TransferInfo, the absent room reads WaitingForInput, and the new request is forwarded without it",
+	}}
+}
+
+// simulatedRegressionBranches declares one spec per regressionBranches
+// entry: its seeds must hit the probe; their probe seeds are recorded.
+func simulatedRegressionBranches(v labels.Vocabulary, cov *probeCoverage) {
+	for _, b := range regressionBranches() {
+		ls := append(scenarioLabels(b.preset), labels.Regression(b.regression))
+		It(fmt.Sprintf("%s reached with %s (%s)", b.probe, b.regression, b.preset), v.Label(ls...), func(ctx SpecContext) {
+			if n, err := seedCount("PDCHAOS_GATE_SIM_SEEDS", defaultSimSeeds); err != nil || n == 0 {
+				Expect(err).NotTo(HaveOccurred())
+				Skip("PDCHAOS_GATE_SIM_SEEDS=0")
+			}
+			cfg, _, err := simscenario.Config(loadPreset(b.preset, b.regression))
+			Expect(err).NotTo(HaveOccurred(), "preset %s with %s in the simulator", b.preset, b.regression)
+			start := time.Now()
+			sum, err := sim.Explore(ctx, cfg, 1, b.seeds, sim.ExploreOptions{Workers: runtime.NumCPU(), Swarm: b.swarm})
+			Expect(err).NotTo(HaveOccurred())
+			cov.addSim(simBranchKey(b), sum.ProbeSeeds)
+			AddReportEntry("sim", fmt.Sprintf("%d seeds, %s in %d, in %s", sum.Seeds, b.probe, sum.ProbeSeeds[b.probe], time.Since(start).Round(time.Millisecond)))
+			Expect(sum.ProbeSeeds[b.probe]).To(BeNumerically(">", 0), "seeds 1-%d of %s (swarm %v) with %s no longer reach %s (%s)",
+				b.seeds, b.preset, b.swarm, b.regression, b.probe, b.why)
+		}, SpecTimeout(5*time.Minute))
+	}
+}
+
+func simBranchKey(b regressionBranch) string {
+	return fmt.Sprintf("simulated branch %s (%s with %s)", b.probe, b.preset, b.regression)
+}
