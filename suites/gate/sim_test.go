@@ -190,6 +190,11 @@ func regressionBranches() []regressionBranch {
 		probe: "prefill/no-transfer-info",
 		why: "a retried room's old chunk fails on one rank of a TP-2 swarm seed after the new request's metadata came: " +
 			"the failure clears that rank's TransferInfo, the absent room reads WaitingForInput, and the new request is forwarded without it",
+	}, {
+		regression: contract.BootstrapThreadDeath, preset: "corrupt-control-messages", swarm: true, seeds: 100,
+		probe: "prefill/malformed-kills-loop",
+		why: "a corrupted control message reaches the bootstrap loop before any ABORT only where a swarm seed turned the " +
+			"early cancels off; in the preset's own seeds the first ABORT kills the loop first",
 	}}
 }
 
