@@ -392,6 +392,20 @@ func probeCases() []probeCase {
 			[]string{"decode/abort-rank0-early", "decode/ranks-desynced"}},
 		{"free-before-ack", rigOpts{reg: reg(contract.FreeBeforeAck)}, scriptFreeBeforeAck, []string{"decode/free-before-ack", "decode/foreign-write"}},
 		{"partial-failure-tp2", rigOpts{ranks: 2, decodePages: 40}, scriptPartialFailure, []string{"decode/failed-ranks-writing", "decode/fail-notice-drained"}},
+		// A Never probe's branch, reached by breaking the state directly
+		// (no message ordering leaves a status nothing owns): the sweep
+		// counts it and clears it.
+		{"orphan-status", rigOpts{}, orphanStatus, []string{"prefill/orphan-status-swept"}},
+	}
+}
+
+// orphanStatus leaves a room status no request and no TransferInfo owns,
+// as a clear that forgot it would, and checks the next step sweeps it.
+func orphanStatus(r *rig) {
+	r.p.ranks[0].status.Update(r.now, 4242, Success, WriterBootstrap, "left behind on purpose")
+	r.stepP()
+	if r.p.ranks[0].status.Has(4242) {
+		r.t.Fatal("an orphan status outlived the sweep")
 	}
 }
 
@@ -399,10 +413,9 @@ func probeCases() []probeCase {
 // The runtime's probes are tested through the live engine (package engine).
 func notScriptedInCore() map[string]string {
 	return map[string]string{
-		"prefill/orphan-status-swept": "defensive backstop: every ordering that opens a room without a request also leaves its TransferInfo, swept first",
-		"prefill/no-transfer-info":    "needs an absent room that reads WaitingForInput on one rank while another forwards (unknown-room-waiting, TP>1)",
-		"decode/kv-changed":           "needs a late write into the pages of a request already decoding (free-before-ack, with the write landing after commit)",
-		"decode/status-unexpected":    "the fixed decode never gets here (it writes Failed only for rooms it holds and has no transfer workers); only a regression that loosens the status table does",
+		"prefill/no-transfer-info": "needs an absent room that reads WaitingForInput on one rank while another forwards (unknown-room-waiting, TP>1)",
+		"decode/kv-changed":        "needs a late write into the pages of a request already decoding (free-before-ack, with the write landing after commit)",
+		"decode/status-unexpected": "the fixed decode never gets here (it writes Failed only for rooms it holds and has no transfer workers); only a regression that loosens the status table does",
 	}
 }
 
