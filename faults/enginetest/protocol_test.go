@@ -85,7 +85,8 @@ func testAbortBeforeMetadata(t *testing.T, w contract.Wire) {
 	prefill := c.EngineURLs()[0]
 	// The room's record on prefill (the cleared one: a reopened record for
 	// the same room may be held meanwhile) shows the ABORT, or the
-	// tombstone it leaves for an absent room, before the metadata.
+	// tombstone it leaves for an absent room, before the metadata, or
+	// with no metadata after it.
 	testkit.Eventually(t, 10*time.Second, func() error {
 		r, err := testkit.Rooms(t.Context(), prefill)
 		if err != nil {
@@ -97,7 +98,12 @@ func testAbortBeforeMetadata(t *testing.T, w contract.Wire) {
 				continue
 			}
 			a, m := eventIndex(rec, "abort-received", "abort-tombstone"), eventIndex(rec, "metadata", "metadata-after-abort")
-			if a >= 0 && m >= 0 && a < m {
+			// No metadata in the record at all counts too: on a loaded
+			// machine the router's cancel can fail the room first, and
+			// decode's ABORT then clears it before the held metadata lands
+			// (answered Failed at once, outside the record). That the
+			// metadata did follow the ABORT is the proxy's evidence below.
+			if a >= 0 && (m < 0 || a < m) {
 				t.Logf("prefill room %d (cleared=%v): %v", room, rec.Cleared, eventKinds(rec))
 				return nil
 			}
