@@ -35,6 +35,7 @@ func Presets() map[string]PresetLabels {
 		"bootstrap-deadline":       {[]string{"bootstrap", "prefill", "procs"}, false},
 		"abort-timeout-race":       {[]string{"decode", "control-link", "transfer"}, false},
 		"tp2-rank-lost":            {[]string{"tp", "prefill"}, false},
+		"tp2-kv-link-faults":       {[]string{"tp", "transfer", "decode"}, false},
 		"prefill-lost":             {[]string{"prefill", "decode", "procs"}, false},
 		"prefill-lost-mooncake":    {[]string{"prefill", "decode", "procs"}, false},
 		"prefill-flaps":            {[]string{"prefill", "decode", "procs"}, false},
