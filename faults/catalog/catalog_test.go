@@ -306,3 +306,38 @@ func TestDefaultsAndInputForms(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryLoopFaultHasEffects: each engine and process kind, read back
+// from the name its fault records, has a row in faults' effect table with
+// its layer, so the checkers know what it can excuse; and a name on a link
+// reads back no effect of those kinds.
+func TestEveryLoopFaultHasEffects(t *testing.T) {
+	rows := faults.EffectKinds()
+	env := testEnv(t)
+	seen := map[string]bool{}
+	for _, k := range Kinds() {
+		f, err := k.New(k.Example, env)
+		if err != nil {
+			t.Fatalf("kind %s: example does not build: %v", k.Name, err)
+		}
+		n := faults.ReadName(f.Name())
+		layer, ok := rows[n.Kind]
+		switch {
+		case k.Layer != faults.LayerEngine && k.Layer != faults.LayerProcess:
+			if ok {
+				t.Errorf("kind %s (%s layer): its name %q reads as %s, a kind of the effect table", k.Name, k.Layer, f.Name(), n.Kind)
+			}
+			continue
+		case !ok:
+			t.Errorf("kind %s: its fault's name %q reads as kind %q, which has no row in faults.effectRows", k.Name, f.Name(), n.Kind)
+		case layer != k.Layer:
+			t.Errorf("kind %s: effect row says layer %s, the catalogue %s", k.Name, layer, k.Layer)
+		}
+		seen[n.Kind] = true
+	}
+	for kind := range rows {
+		if !seen[kind] {
+			t.Errorf("effect row %s names no catalogue kind's fault", kind)
+		}
+	}
+}

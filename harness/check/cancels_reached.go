@@ -3,12 +3,10 @@ package check
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
-	"github.com/pdchaos/pdchaos/faults"
 )
 
 // DefaultCancelBound is how long after a client cancel each side may take
@@ -374,7 +372,7 @@ func (v *View) faultDuring(from, to time.Duration) bool {
 // window that overlaps [from, to] (a window still open at the end counts).
 func (v *View) roleKilledDuring(role string, from, to time.Duration) bool {
 	for _, f := range v.Faults {
-		if f.Applied && f.Layer == faults.LayerProcess && strings.HasPrefix(f.Fault, "sigkill(") && faultRole(f.Fault) == role &&
+		if f.Applied && killOf(f, role) &&
 			f.Start <= to && (f.End == 0 || f.End >= from) {
 			return true
 		}

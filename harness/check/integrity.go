@@ -161,7 +161,7 @@ func (v *View) overlapsOtherFault(name string) bool {
 // roleKilled reports whether a sigkill of role was applied in the run.
 func (v *View) roleKilled(role string) bool {
 	for _, f := range v.Faults {
-		if f.Applied && f.Layer == faults.LayerProcess && strings.HasPrefix(f.Fault, "sigkill(") && faultRole(f.Fault) == role {
+		if f.Applied && killOf(f, role) {
 			return true
 		}
 	}

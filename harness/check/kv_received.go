@@ -2,11 +2,9 @@ package check
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
-	"github.com/pdchaos/pdchaos/faults"
 )
 
 // successesUnreceived lists the prefill ranks that wrote a room's Success
@@ -84,7 +82,7 @@ type killAt struct {
 // started in (from, to].
 func (v *View) decodeKilledBetween(from, to time.Time) (killAt, bool) {
 	for _, f := range v.Faults {
-		if !f.Applied || f.Layer != faults.LayerProcess || !strings.HasPrefix(f.Fault, "sigkill(") || faultRole(f.Fault) != contract.SideDecode {
+		if !f.Applied || !killOf(f, contract.SideDecode) {
 			continue
 		}
 		if at := v.Run.BaseWall.Add(f.Start); at.After(from) && !at.After(to) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/faults"
+	"github.com/pdchaos/pdchaos/faults/schedule"
 )
 
 // DefaultFaultMargin widens a fault window when it explains a backstop:
@@ -487,10 +488,10 @@ func (v *View) overruns(role string, r contract.RoomRecord, bounds map[string]bo
 // bootstrap loop) leaves the deadline to fire, so it excuses no overrun.
 func (v *View) stopFaultDuring(role string, from, to time.Duration) bool {
 	for _, f := range v.Faults {
-		if !f.Applied || f.Start > to || (f.End != 0 && f.End < from) || faultRole(f.Fault) != role {
+		if !f.Applied || f.Start > to || (f.End != 0 && f.End < from) {
 			continue
 		}
-		if f.Layer == faults.LayerProcess || strings.HasPrefix(f.Fault, "stall-scheduler") {
+		if n := faults.ReadName(f.Fault); n.Role == role && n.Can(faults.StopsDeadlines) {
 			return true
 		}
 	}
@@ -512,37 +513,22 @@ func (v *View) noticeFaultDuring(sent, from, to time.Duration) bool {
 		if !f.Applied || f.Start > to || (f.End != 0 && f.End < from) {
 			continue
 		}
+		n := faults.ReadName(f.Fault)
 		switch f.Layer {
 		case faults.LayerClient:
 			continue
 		case faults.LayerNetwork, faults.LayerProtocol:
-			if link := faultLink(f.Fault); link != "" && !contract.IsNotifyLink(link) || faults.DuplicatesOnly(f.Fault) {
+			if n.Link != "" && !contract.IsNotifyLink(n.Link) || faults.DuplicatesOnly(f.Fault) {
 				continue
 			}
 		case faults.LayerEngine:
-			if faultRole(f.Fault) != contract.SideDecode && (f.Start > sent || f.End != 0 && f.End < sent) {
+			if n.Role != contract.SideDecode && (f.Start > sent || f.End != 0 && f.End < sent) {
 				continue
 			}
 		}
 		return true
 	}
 	return false
-}
-
-// faultLink is the link a network or protocol fault names: first in its
-// arguments live ("drop(notify/0,status)" is on notify/0), after the @ in
-// the simulator ("drop-messages@notify/0"); "" when it names none.
-func faultLink(name string) string {
-	var link string
-	if _, after, ok := strings.Cut(name, "@"); ok {
-		link = after
-	} else if _, args, ok := strings.Cut(name, "("); ok {
-		link, _, _ = strings.Cut(strings.TrimSuffix(args, ")"), ",")
-	}
-	if !strings.Contains(link, "/") {
-		return ""
-	}
-	return link
 }
 
 // transferDoneAt is when prefill's record of the room first read Success
@@ -669,7 +655,7 @@ func (v *View) outlivedPeerLoss(r contract.RoomRecord, cfg contract.EngineConfig
 	}
 	detect, margin := contract.PeerLossDetection(cfg), v.lossMargin(cfg)
 	for _, w := range v.Faults {
-		if !w.Applied || w.Layer != faults.LayerProcess || faultRole(w.Fault) != contract.SidePrefill {
+		if !w.Applied || w.Layer != faults.LayerProcess || faults.ReadName(w.Fault).Role != contract.SidePrefill {
 			continue
 		}
 		if w.Fault == faults.KillName(contract.SidePrefill, true) {
@@ -844,17 +830,17 @@ func (v *View) lossesTooSoon(decode map[uint64]contract.RoomRecord, cfg contract
 	var prefill []span
 	decodeFault := func(from, to time.Duration) bool {
 		for _, w := range v.Faults {
-			if w.Applied && w.Layer == faults.LayerProcess && faultRole(w.Fault) == contract.SideDecode && w.Start <= to && (w.End == 0 || w.End >= from) {
+			if w.Applied && w.Layer == faults.LayerProcess && faults.ReadName(w.Fault).Role == contract.SideDecode && w.Start <= to && (w.End == 0 || w.End >= from) {
 				return true
 			}
 		}
 		return false
 	}
 	for _, w := range v.Faults {
-		if !w.Applied || w.Layer != faults.LayerProcess || faultRole(w.Fault) != contract.SidePrefill {
+		if !w.Applied || w.Layer != faults.LayerProcess || faults.ReadName(w.Fault).Role != contract.SidePrefill {
 			continue
 		}
-		s := span{from: w.Start, to: w.End, kill: strings.HasPrefix(w.Fault, "sigkill"), name: w.Fault}
+		s := span{from: w.Start, to: w.End, kill: faults.ReadName(w.Fault).Can(faults.EndsProcess), name: w.Fault}
 		if s.to == 0 {
 			s.to = time.Duration(1<<63 - 1)
 		} else if s.kill {
@@ -915,7 +901,7 @@ func (v *View) decodeUpFrom(t, span time.Duration) (time.Duration, bool) {
 	for moved := true; moved; {
 		moved = false
 		for _, d := range v.Faults {
-			if !d.Applied || d.Layer != faults.LayerProcess || faultRole(d.Fault) != contract.SideDecode {
+			if !d.Applied || d.Layer != faults.LayerProcess || faults.ReadName(d.Fault).Role != contract.SideDecode {
 				continue
 			}
 			if d.Start <= t+span && (d.End == 0 || d.End > t) {
@@ -927,23 +913,6 @@ func (v *View) decodeUpFrom(t, span time.Duration) (time.Duration, bool) {
 		}
 	}
 	return t, true
-}
-
-// faultRole is the role a process or engine fault's name acts on:
-// "sigstop(prefill)", "sigkill(decode,restart)", "stall-scheduler(decode/0)";
-// "" for another name.
-func faultRole(name string) string {
-	_, args, ok := strings.Cut(name, "(")
-	if !ok {
-		return ""
-	}
-	role, _, _ := strings.Cut(strings.TrimSuffix(args, ")"), ",")
-	role, _, _ = strings.Cut(role, "/")
-	switch role {
-	case contract.SidePrefill, contract.SideDecode, contract.SideRouter:
-		return role
-	}
-	return ""
 }
 
 // peerBackstopExplains reports whether decode's waiting deadline f is
@@ -1053,15 +1022,14 @@ func (v *View) answerFaultDuring(from, to time.Duration) bool {
 		if !f.Applied || f.Start > to || (f.End != 0 && f.End < from) {
 			continue
 		}
+		n := faults.ReadName(f.Fault)
 		switch f.Layer {
 		case faults.LayerNetwork, faults.LayerProtocol:
-			if link := faultLink(f.Fault); link == "" || contract.IsControlLink(link) || contract.IsNotifyLink(link) {
+			if n.Link == "" || contract.IsControlLink(n.Link) || contract.IsNotifyLink(n.Link) {
 				return true
 			}
-		case faults.LayerProcess:
-			return true
-		case faults.LayerEngine:
-			if strings.HasPrefix(f.Fault, "stall-bootstrap-loop") || strings.HasPrefix(f.Fault, "stall-scheduler") {
+		case faults.LayerProcess, faults.LayerEngine:
+			if n.Can(faults.HoldsMetadata) {
 				return true
 			}
 		}
@@ -1104,4 +1072,11 @@ func unsentFailNotice(f firing, peer contract.RoomRecord, hasPeer bool) string {
 		}
 	}
 	return ""
+}
+
+// killOf reports whether fault record f kills role's process
+// (faults.EndsProcess).
+func killOf(f schedule.Record, role string) bool {
+	n := faults.ReadName(f.Fault)
+	return n.Role == role && n.Can(faults.EndsProcess)
 }

@@ -93,7 +93,8 @@ func TestTimeoutsExplainedExcuses(t *testing.T) {
 		return out
 	}
 	withFault := func(evs []Event, layer faults.Layer) []Event {
-		return append(slices.Clone(evs), Event{Type: EvFault, Fault: &schedule.Record{Window: 9, Fault: "stop(prefill)", Layer: layer,
+		name := map[faults.Layer]string{faults.LayerProcess: faults.StopName(contract.SidePrefill), faults.LayerNetwork: "latency(kv/0,down 1s)"}[layer]
+		return append(slices.Clone(evs), Event{Type: EvFault, Fault: &schedule.Record{Window: 9, Fault: name, Layer: layer,
 			Applied: true, Start: 5 * time.Second, End: 6 * time.Second, Evidence: faults.Evidence{Effective: true}}})
 	}
 	noPeer := readLog(t, "bad-timeouts-explained-no-peer.jsonl")

@@ -66,15 +66,16 @@ func (v *View) kvFaultDuring(from, to time.Duration) bool {
 		if !f.Applied || f.Start > to || (f.End != 0 && f.End < from) {
 			continue
 		}
+		n := faults.ReadName(f.Fault)
 		switch f.Layer {
 		case faults.LayerProcess:
 			return true
 		case faults.LayerEngine:
-			if faultRole(f.Fault) == contract.SideDecode {
+			if n.Role == contract.SideDecode {
 				return true
 			}
 		case faults.LayerNetwork, faults.LayerProtocol:
-			if link := faultLink(f.Fault); link == "" || strings.HasPrefix(link, "kv/") {
+			if n.Link == "" || strings.HasPrefix(n.Link, "kv/") {
 				return true
 			}
 		}
@@ -160,15 +161,16 @@ func (v *View) writeHeldAt(failed time.Duration) bool {
 		if !f.Applied || f.Start > failed+inFlight || (f.End != 0 && f.End < failed-inFlight) {
 			continue
 		}
+		n := faults.ReadName(f.Fault)
 		switch f.Layer {
 		case faults.LayerClient:
 			continue
 		case faults.LayerNetwork, faults.LayerProtocol:
-			if link := faultLink(f.Fault); link != "" && !strings.HasPrefix(link, "kv/") || faults.DuplicatesOnly(f.Fault) {
+			if n.Link != "" && !strings.HasPrefix(n.Link, "kv/") || faults.DuplicatesOnly(f.Fault) {
 				continue
 			}
-		case faults.LayerEngine:
-			if strings.HasPrefix(f.Fault, "pause-transfer-workers") || strings.HasPrefix(f.Fault, "stall-bootstrap-loop") {
+		case faults.LayerEngine, faults.LayerProcess:
+			if !n.Can(faults.HoldsPostedWrites) {
 				continue
 			}
 		}
