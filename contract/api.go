@@ -5,6 +5,7 @@ package contract
 // loopback-only debug routes; prefill's bootstrap server serves PathRoute.
 const (
 	PathChatCompletions = "/v1/chat/completions"
+	PathCompletions     = "/v1/completions"
 	PathModels          = "/v1/models"
 	PathGenerate        = "/generate"
 	PathHealth          = "/health"

@@ -86,6 +86,7 @@ func startRouter(ctx context.Context, cfg contract.EngineConfig, rc RouterConfig
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+contract.PathChatCompletions, rt.handleChat)
+	mux.HandleFunc("POST "+contract.PathCompletions, rt.handleCompletion)
 	mux.HandleFunc("POST "+contract.PathGenerate, rt.handleGenerate)
 	mux.HandleFunc("GET "+contract.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("GET "+contract.PathLiveness, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
@@ -430,10 +431,55 @@ type chatRequest struct {
 	// BootstrapRoom is SGLang's PD bootstrap_room, which its OpenAI
 	// request takes as /generate does: a client may choose its own room,
 	// and one that reuses a room the engines still hold is refused.
-	BootstrapRoom *uint64 `json:"bootstrap_room"`
-	StreamOptions *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
+	BootstrapRoom *uint64        `json:"bootstrap_room"`
+	StreamOptions *streamOptions `json:"stream_options"`
+	// N is how many choices the client asks for; only one is served.
+	N int `json:"n"`
+}
+
+// streamOptions is OpenAI's stream_options: include_usage adds a last
+// chunk with the token counts and no choices.
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// completionRequest is OpenAI's text completion body (/v1/completions)
+// with SGLang's extras, as chatRequest is for chat.
+type completionRequest struct {
+	Model         string          `json:"model"`
+	Prompt        json.RawMessage `json:"prompt"`
+	MaxTokens     int             `json:"max_tokens"`
+	Stream        bool            `json:"stream"`
+	StreamOptions *streamOptions  `json:"stream_options"`
+	N             int             `json:"n"`
+	Rid           string          `json:"rid"`
+	BootstrapRoom *uint64         `json:"bootstrap_room"`
+}
+
+// prompt is the request's one prompt: a string, or a list holding one
+// string, as the official clients send either. A batch of prompts, or
+// token ids (this engine's model has its own tokenizer), is refused.
+func (c completionRequest) prompt() (string, error) {
+	if len(c.Prompt) == 0 || string(c.Prompt) == "null" {
+		return "", errors.New("required")
+	}
+	var s string
+	if err := json.Unmarshal(c.Prompt, &s); err == nil {
+		return s, nil
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(c.Prompt, &list); err != nil {
+		return "", errors.New("must be a string or a list of one string")
+	}
+	for _, p := range list {
+		if json.Unmarshal(p, &s) != nil {
+			return "", errors.New("token ids are not accepted; send the prompt as text")
+		}
+	}
+	if len(list) != 1 {
+		return "", fmt.Errorf("a list of %d prompts; this engine answers one prompt per request", len(list))
+	}
+	return s, nil
 }
 
 func (m chatMessage) text() (string, error) {

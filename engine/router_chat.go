@@ -33,6 +33,24 @@ type chatUsage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
+// textChoice is a text completion's choice: the text itself, no message.
+type textChoice struct {
+	Index        int            `json:"index"`
+	Text         string         `json:"text"`
+	Logprobs     map[string]any `json:"logprobs"`
+	FinishReason *string        `json:"finish_reason"`
+}
+
+// textResponse is a text_completion object, whole or a streamed chunk.
+type textResponse struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []textChoice `json:"choices"`
+	Usage   *chatUsage   `json:"usage,omitempty"`
+}
+
 type chatResponse struct {
 	ID      string       `json:"id"`
 	Object  string       `json:"object"`
@@ -56,6 +74,10 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "messages must not be empty")
 		return
 	}
+	if cr.N > 1 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("n: %d choices asked; this engine answers one per request", cr.N))
+		return
+	}
 	msgs := make([]model.Message, len(cr.Messages))
 	for i, m := range cr.Messages {
 		text, err := m.text()
@@ -69,27 +91,72 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 	if maxTokens <= 0 {
 		maxTokens = cr.MaxTokens
 	}
+	rt.serveOpenAI(w, r, openAIJob{chat: true, prompt: model.ChatPrompt(msgs), maxTokens: maxTokens, stream: cr.Stream,
+		includeUsage: cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage, rid: cr.Rid, room: cr.BootstrapRoom})
+}
+
+// handleCompletion serves OpenAI's text completions (/v1/completions), as
+// SGLang's servers do beside chat: the prompt goes to the engines as it
+// is, with no chat template.
+func (rt *Router) handleCompletion(w http.ResponseWriter, r *http.Request) {
+	var cr completionRequest
+	if err := readJSON(r, &cr); err != nil {
+		writeError(w, http.StatusBadRequest, "decode completion body: "+err.Error())
+		return
+	}
+	prompt, err := cr.prompt()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "prompt: "+err.Error())
+		return
+	}
+	if cr.N > 1 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("n: %d choices asked; this engine answers one per request", cr.N))
+		return
+	}
+	rt.serveOpenAI(w, r, openAIJob{prompt: prompt, maxTokens: cr.MaxTokens, stream: cr.Stream,
+		includeUsage: cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage, rid: cr.Rid, room: cr.BootstrapRoom})
+}
+
+// openAIJob is one OpenAI-style request, chat or text completion, as the
+// router hands it to the engines and shapes their answer.
+type openAIJob struct {
+	chat         bool // chat.completion objects; else text_completion
+	prompt       string
+	maxTokens    int // 0: the engine's default
+	stream       bool
+	includeUsage bool
+	rid          string  // "" : the answer's id
+	room         *uint64 // nil: the router picks one
+}
+
+// serveOpenAI sends job to prefill and decode and writes decode's answer
+// to the client in the job's OpenAI shape, streamed or whole.
+func (rt *Router) serveOpenAI(w http.ResponseWriter, r *http.Request, job openAIJob) {
+	maxTokens := job.maxTokens
 	if maxTokens <= 0 {
 		maxTokens = rt.cfg.MaxNewTokens
 	}
 	room := rt.room()
-	if cr.BootstrapRoom != nil {
-		room = *cr.BootstrapRoom
+	if job.room != nil {
+		room = *job.room
 	}
-	id := fmt.Sprintf("chatcmpl-%016x", room)
-	rid := id
-	if cr.Rid != "" {
-		if len(cr.Rid) > maxRidLen {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("rid: %d bytes, longer than %d", len(cr.Rid), maxRidLen))
+	shape := answerShape{chat: job.chat, id: fmt.Sprintf("cmpl-%016x", room), created: time.Now().Unix(), model: rt.cfg.Model}
+	if job.chat {
+		shape.id = fmt.Sprintf("chatcmpl-%016x", room)
+	}
+	rid := shape.id
+	if job.rid != "" {
+		if len(job.rid) > maxRidLen {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("rid: %d bytes, longer than %d", len(job.rid), maxRidLen))
 			return
 		}
-		rid = cr.Rid
+		rid = job.rid
 	}
 	// Decode streams only when the client does, as the model gateway
 	// forwards the client's stream flag: a whole answer is one JSON value
 	// instead of an event per token.
-	req := contract.GenerateRequest{Rid: rid, Text: model.ChatPrompt(msgs), SamplingParams: contract.SamplingParams{MaxNewTokens: maxTokens},
-		Stream: cr.Stream, BootstrapRoom: &room}
+	req := contract.GenerateRequest{Rid: rid, Text: job.prompt, SamplingParams: contract.SamplingParams{MaxNewTokens: maxTokens},
+		Stream: job.stream, BootstrapRoom: &room}
 	resp, c, err := rt.dispatch(r, req)
 	defer c.done()
 	if err != nil {
@@ -107,7 +174,6 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, resp.StatusCode, eb.Error.Message)
 		return
 	}
-	base := chatResponse{ID: id, Created: time.Now().Unix(), Model: rt.cfg.Model}
 	flusher, _ := w.(http.Flusher)
 	send := func(v any) {
 		b, _ := json.Marshal(v)
@@ -120,13 +186,12 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 	var meta contract.MetaInfo
 	var upstreamErr *contract.ErrorDetail
 	finished := false
-	if cr.Stream {
+	if job.stream {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
-		first := base
-		first.Object = "chat.completion.chunk"
-		first.Choices = []chatChoice{{Delta: &chatDelta{Role: "assistant"}}}
-		send(first)
+		if job.chat {
+			send(shape.roleChunk())
+		}
 	}
 	onEvent := func(data []byte) bool {
 		var ev struct {
@@ -145,16 +210,13 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		delta := ev.Text[min(len(text), len(ev.Text)):]
 		text, meta = ev.Text, ev.MetaInfo
 		finished = ev.MetaInfo.FinishReason != nil
-		if cr.Stream && delta != "" {
-			chunk := base
-			chunk.Object = "chat.completion.chunk"
-			chunk.Choices = []chatChoice{{Delta: &chatDelta{Content: delta}}}
+		if job.stream && delta != "" {
 			c.wroteSome()
-			send(chunk)
+			send(shape.chunk(delta, nil))
 		}
 		return true
 	}
-	if cr.Stream {
+	if job.stream {
 		err = readEvents(resp.Body, onEvent)
 	} else {
 		err = readAnswer(resp.Body, onEvent)
@@ -178,7 +240,7 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		upstreamErr = &contract.ErrorDetail{Message: msg, Type: "BadGateway", Code: http.StatusBadGateway}
 	}
 	if upstreamErr != nil {
-		if cr.Stream {
+		if job.stream {
 			send(contract.ErrorBody{Error: *upstreamErr})
 		} else {
 			writeError(w, http.StatusInternalServerError, upstreamErr.Message)
@@ -187,17 +249,10 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	reason := "length"
 	usage := &chatUsage{PromptTokens: meta.PromptTokens, CompletionTokens: meta.CompletionTokens, TotalTokens: meta.PromptTokens + meta.CompletionTokens}
-	if cr.Stream {
-		last := base
-		last.Object = "chat.completion.chunk"
-		last.Choices = []chatChoice{{Delta: &chatDelta{}, FinishReason: &reason}}
-		send(last)
-		if cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage {
-			u := base
-			u.Object = "chat.completion.chunk"
-			u.Choices = []chatChoice{}
-			u.Usage = usage
-			send(u)
+	if job.stream {
+		send(shape.chunk("", &reason))
+		if job.includeUsage {
+			send(shape.usageChunk(usage))
 		}
 		fmt.Fprint(w, "data: [DONE]\n\n")
 		if flusher != nil {
@@ -205,10 +260,51 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	base.Object = "chat.completion"
-	base.Choices = []chatChoice{{Message: &chatDelta{Role: "assistant", Content: text}, FinishReason: &reason}}
-	base.Usage = usage
-	writeJSON(w, base)
+	writeJSON(w, shape.whole(text, &reason, usage))
+}
+
+// answerShape writes decode's answer as OpenAI's objects: chat.completion
+// (and .chunk) for chat, text_completion for text completions (streamed
+// chunks are text_completion objects too, as OpenAI's and SGLang's are).
+type answerShape struct {
+	chat    bool
+	id      string
+	created int64
+	model   string
+}
+
+// roleChunk is a chat stream's first chunk, naming the speaker.
+func (a answerShape) roleChunk() any {
+	return chatResponse{ID: a.id, Object: "chat.completion.chunk", Created: a.created, Model: a.model,
+		Choices: []chatChoice{{Delta: &chatDelta{Role: "assistant"}}}}
+}
+
+// chunk is a streamed piece of the answer; finish is set on the last.
+func (a answerShape) chunk(delta string, finish *string) any {
+	if a.chat {
+		return chatResponse{ID: a.id, Object: "chat.completion.chunk", Created: a.created, Model: a.model,
+			Choices: []chatChoice{{Delta: &chatDelta{Content: delta}, FinishReason: finish}}}
+	}
+	return textResponse{ID: a.id, Object: "text_completion", Created: a.created, Model: a.model,
+		Choices: []textChoice{{Text: delta, FinishReason: finish}}}
+}
+
+// usageChunk is stream_options.include_usage's last chunk: no choices.
+func (a answerShape) usageChunk(u *chatUsage) any {
+	if a.chat {
+		return chatResponse{ID: a.id, Object: "chat.completion.chunk", Created: a.created, Model: a.model, Choices: []chatChoice{}, Usage: u}
+	}
+	return textResponse{ID: a.id, Object: "text_completion", Created: a.created, Model: a.model, Choices: []textChoice{}, Usage: u}
+}
+
+// whole is the answer not streamed.
+func (a answerShape) whole(text string, finish *string, u *chatUsage) any {
+	if a.chat {
+		return chatResponse{ID: a.id, Object: "chat.completion", Created: a.created, Model: a.model,
+			Choices: []chatChoice{{Message: &chatDelta{Role: "assistant", Content: text}, FinishReason: finish}}, Usage: u}
+	}
+	return textResponse{ID: a.id, Object: "text_completion", Created: a.created, Model: a.model,
+		Choices: []textChoice{{Text: text, FinishReason: finish}}, Usage: u}
 }
 
 // maxAnswerBody bounds a whole (not streamed) answer from decode.
