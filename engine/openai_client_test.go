@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 
@@ -51,5 +52,61 @@ func TestOfficialOpenAIClient(t *testing.T) {
 	}
 	if acc.Usage.CompletionTokens != 9 {
 		t.Errorf("streaming usage %+v", acc.Usage)
+	}
+}
+
+// TestOfficialOpenAIClientCompletionsAndModels: the same SDK's text
+// completions (whole and streamed) and its model listing and lookup.
+func TestOfficialOpenAIClientCompletionsAndModels(t *testing.T) {
+	testkit.NoLeaks(t)
+	c := testcluster.Start(t, contract.EngineConfig{})
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := openai.NewClient(option.WithBaseURL(c.Endpoint()+"/v1/"), option.WithAPIKey("unused"),
+		option.WithHTTPClient(&http.Client{Transport: tr}), option.WithMaxRetries(0))
+	const prompt = "// Package cache keeps"
+	want := model.Expected(prompt, 7)
+	params := openai.CompletionNewParams{
+		Model:     "pdchaos-fake",
+		Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)},
+		MaxTokens: openai.Int(7),
+	}
+	resp, err := client.Completions.New(t.Context(), params)
+	must(t, err)
+	if len(resp.Choices) != 1 || resp.Choices[0].Text != want || resp.Choices[0].FinishReason != "length" || resp.Usage.CompletionTokens != 7 {
+		t.Errorf("completion: %+v, want one choice %q finished by length, 7 completion tokens", resp, want)
+	}
+
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	stream := client.Completions.NewStreaming(t.Context(), params)
+	var text string
+	var usage int64
+	for stream.Next() {
+		ch := stream.Current()
+		for _, choice := range ch.Choices {
+			text += choice.Text
+		}
+		usage += ch.Usage.CompletionTokens
+	}
+	must(t, stream.Err())
+	must(t, stream.Close())
+	if text != want || usage != 7 {
+		t.Errorf("streamed completion: %q with %d completion tokens, want %q with 7", text, usage, want)
+	}
+
+	models, err := client.Models.List(t.Context())
+	must(t, err)
+	if len(models.Data) != 1 || models.Data[0].ID != "pdchaos-fake" || models.Data[0].Created == 0 {
+		t.Errorf("models: %+v, want pdchaos-fake with its created time", models.Data)
+	}
+	m, err := client.Models.Get(t.Context(), "pdchaos-fake")
+	must(t, err)
+	if m.ID != "pdchaos-fake" || m.Object != "model" {
+		t.Errorf("model lookup: %+v", m)
+	}
+	if _, err := client.Models.Get(t.Context(), "gpt-5"); err == nil {
+		t.Error("a model the engine does not serve was found")
+	} else if apiErr := (*openai.Error)(nil); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown model: %v, want a 404", err)
 	}
 }

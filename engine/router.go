@@ -91,8 +91,18 @@ func startRouter(ctx context.Context, cfg contract.EngineConfig, rc RouterConfig
 	mux.HandleFunc("GET "+contract.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("GET "+contract.PathLiveness, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("GET "+contract.PathReadiness, rt.handleReadiness)
+	// The one model, as OpenAI's Model object (clients' models.list and
+	// models.retrieve read id, object, created and owned_by).
+	served := map[string]any{"id": cfg.Model, "object": "model", "created": time.Now().Unix(), "owned_by": "pdchaos"}
 	mux.HandleFunc("GET "+contract.PathModels, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, map[string]any{"object": "list", "data": []map[string]any{{"id": cfg.Model, "object": "model", "owned_by": "pdchaos"}}})
+		writeJSON(w, map[string]any{"object": "list", "data": []map[string]any{served}})
+	})
+	mux.HandleFunc("GET "+contract.PathModels+"/{id...}", func(w http.ResponseWriter, r *http.Request) {
+		if id := r.PathValue("id"); id != cfg.Model {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("model %q not found (this engine serves %q)", id, cfg.Model))
+			return
+		}
+		writeJSON(w, served)
 	})
 	mux.Handle("GET "+contract.PathMetrics, probeMetrics(cfg.Model, contract.SideRouter, rt.probes))
 	mux.HandleFunc("GET "+contract.PathDebugProbes, loopbackOnly(serveProbes(contract.SideRouter, rt.probes)))
