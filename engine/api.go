@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +18,21 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	_ = json.NewEncoder(w).Encode(contract.ErrorBody{Error: contract.ErrorDetail{Message: msg, Type: http.StatusText(status), Code: status}})
 }
 
+// maxRequestBody bounds the JSON body of a request to any role: a prompt
+// of a million words is well under it, and a client that sends more gets
+// a 413 instead of the process's memory.
+const maxRequestBody = 32 << 20
+
+// badBody answers a body readJSON refused: 413 when it was too large, else
+// 400 ("decode WHAT: why"), what naming the body.
+func badBody(w http.ResponseWriter, what string, err error) {
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%s: larger than %d bytes", what, tooLarge.Limit))
+		return
+	}
+	writeError(w, http.StatusBadRequest, "decode "+what+": "+err.Error())
+}
+
 // maxBodyTail bounds what readJSON drains after the value: a JSON body's
 // trailing whitespace, never a second payload worth reading.
 const maxBodyTail = 64 << 10
@@ -27,7 +43,9 @@ const maxBodyTail = 64 << 10
 // last byte, so a body whose tail (json.Encoder's newline, a chunked
 // body's last chunk) came in a later read left the client's cancel unseen
 // until the handler returned: a generate run to its end for nobody.
-func readJSON(r *http.Request, v any) error {
+// The body is cut at maxRequestBody (w closes the connection then).
+func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	r.Body = http.MaxBytesReader(w, r.Body, maxRequestBody)
 	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
 		return err
 	}

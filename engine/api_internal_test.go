@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func TestReadJSONSeesTheClientGo(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var v struct{ A int }
 		r.Body = &firstReadBody{ReadCloser: r.Body, read: gotValue}
-		decoded <- readJSON(r, &v)
+		decoded <- readJSON(w, r, &v)
 		select {
 		case <-r.Context().Done():
 			close(seen)
@@ -100,4 +101,53 @@ func (b *firstReadBody) Read(p []byte) (int, error) {
 		b.once.Do(func() { close(b.read) })
 	}
 	return n, err
+}
+
+// A body past maxRequestBody is refused with a 413 naming the limit, not
+// read into memory; one under it that is not JSON is a 400.
+func TestReadJSONBoundsTheBody(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var v struct{ Text string }
+		if err := readJSON(w, r, &v); err != nil {
+			badBody(w, "test body", err)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name string
+		body io.Reader
+		want int
+		msg  string
+	}{
+		{"too large", io.MultiReader(strings.NewReader(`{"Text":"`), io.LimitReader(neverEnding('a'), maxRequestBody+1)), http.StatusRequestEntityTooLarge, "test body: larger than"},
+		{"not JSON", strings.NewReader("hello"), http.StatusBadRequest, "decode test body: "},
+		{"fine", strings.NewReader(`{"Text":"hi"}`), http.StatusOK, ""},
+	} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, tc.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want || !strings.Contains(string(b), tc.msg) {
+			t.Errorf("%s: status %d body %q, want %d naming %q", tc.name, resp.StatusCode, b, tc.want, tc.msg)
+		}
+	}
+}
+
+// neverEnding reads as an endless run of one byte.
+type neverEnding byte
+
+func (b neverEnding) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(b)
+	}
+	return len(p), nil
 }

@@ -32,7 +32,7 @@ func (d *Decode) routesHandler() http.Handler {
 	mux.Handle("GET "+contract.PathMetrics, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("POST "+contract.PathAbortRequest, func(w http.ResponseWriter, r *http.Request) {
 		var req abortRequest
-		_ = readJSON(r, &req)
+		_ = readJSON(w, r, &req)
 		d.mu.Lock()
 		d.core.OnAbortRequest(time.Now(), req.Rid)
 		d.mu.Unlock()
@@ -93,8 +93,8 @@ func (d *Decode) samplesLocked() []rankSample {
 
 func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	var req contract.GenerateRequest
-	if err := readJSON(r, &req); err != nil {
-		writeError(w, http.StatusBadRequest, "decode /generate body: "+err.Error())
+	if err := readJSON(w, r, &req); err != nil {
+		badBody(w, "/generate body", err)
 		return
 	}
 	if req.BootstrapRoom == nil || req.BootstrapHost == "" || req.BootstrapPort == 0 {

@@ -515,8 +515,8 @@ func (p *Prefill) allGates() []*gate.Gate {
 
 func (p *Prefill) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	var req contract.GenerateRequest
-	if err := readJSON(r, &req); err != nil {
-		writeError(w, http.StatusBadRequest, "decode /generate body: "+err.Error())
+	if err := readJSON(w, r, &req); err != nil {
+		badBody(w, "/generate body", err)
 		return
 	}
 	if req.BootstrapRoom == nil {

@@ -92,7 +92,7 @@ type abortRequest struct {
 
 func (p *Prefill) handleAbort(w http.ResponseWriter, r *http.Request) {
 	var req abortRequest
-	_ = readJSON(r, &req)
+	_ = readJSON(w, r, &req)
 	p.mu.Lock()
 	p.core.OnAbortRequest(timeNow(), req.Rid)
 	p.mu.Unlock()

@@ -364,8 +364,8 @@ func (rt *Router) healthOf(ctx context.Context, hostport string) error {
 
 func (rt *Router) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	var req contract.GenerateRequest
-	if err := readJSON(r, &req); err != nil {
-		writeError(w, http.StatusBadRequest, "decode /generate body: "+err.Error())
+	if err := readJSON(w, r, &req); err != nil {
+		badBody(w, "/generate body", err)
 		return
 	}
 	room := rt.room()

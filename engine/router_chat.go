@@ -66,8 +66,8 @@ const maxRidLen = 256
 
 func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 	var cr chatRequest
-	if err := readJSON(r, &cr); err != nil {
-		writeError(w, http.StatusBadRequest, "decode chat completion body: "+err.Error())
+	if err := readJSON(w, r, &cr); err != nil {
+		badBody(w, "chat completion body", err)
 		return
 	}
 	if len(cr.Messages) == 0 {
@@ -100,8 +100,8 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 // is, with no chat template.
 func (rt *Router) handleCompletion(w http.ResponseWriter, r *http.Request) {
 	var cr completionRequest
-	if err := readJSON(r, &cr); err != nil {
-		writeError(w, http.StatusBadRequest, "decode completion body: "+err.Error())
+	if err := readJSON(w, r, &cr); err != nil {
+		badBody(w, "completion body", err)
 		return
 	}
 	prompt, err := cr.prompt()
