@@ -194,16 +194,13 @@ func (rt *Router) serveOpenAI(w http.ResponseWriter, r *http.Request, job openAI
 		}
 	}
 	onEvent := func(data []byte) bool {
-		var ev struct {
-			contract.GenerateChunk
-			Error *contract.ErrorDetail `json:"error"`
-		}
-		if json.Unmarshal(data, &ev) != nil {
-			c.judge((*core.Legs).BadEvent)
+		var ev core.DecodeEvent
+		ok := false
+		c.judge(func(l *core.Legs) { ev, ok = l.Event(data) })
+		if !ok {
 			return true
 		}
 		if ev.Error != nil {
-			c.judge(func(l *core.Legs) { l.DecodeError(true) })
 			upstreamErr = ev.Error
 			return false
 		}

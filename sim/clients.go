@@ -373,6 +373,9 @@ func (s *run) onToken(req *request, piece string, done bool) {
 		req.first = s.now
 		req.legs.DecodeAnswered(200)
 	}
+	if req.got == 1 && s.strangeEventFor(req) && !s.strangeEvent(req) {
+		return
+	}
 	req.got++
 	req.answer.WriteString(piece)
 	if done {

@@ -59,6 +59,9 @@ type run struct {
 	ph, dh                    *core.History
 	pprobes, dprobes, rprobes *core.ProbeCounts
 
+	// strangers: Config.Strangers, a peer that is not the engine, is on.
+	strangers bool
+
 	windows []*window
 	links   map[string]*link
 	names   linkNames
@@ -204,6 +207,7 @@ func (s *run) simulate(cfg Config) {
 	s.after(s.cfg.HeartbeatInterval, "decode/heartbeat", s.heartbeat)
 	s.startClients()
 	if cfg.Strangers {
+		s.strangers = true
 		s.startStrangers()
 	}
 	for t := 500 * time.Millisecond; t < cfg.Duration; t += 500 * time.Millisecond {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -74,4 +75,38 @@ func (s *run) strangeChunk(room uint64, pages []uint32, payload []byte) {
 	}
 	s.tracef("stranger", "chunk for room %d (%d pages, %d bytes) to decode", room, len(pages), len(payload))
 	s.kick(&s.dSched)
+}
+
+// strangeEventsOneIn is how rarely, with a stranger on, an answer carries
+// an event that is not JSON (about one answer in this many).
+const strangeEventsOneIn = 32
+
+// strangeEventFor says whether req's answer carries a stranger's event: a
+// decode that is not ours, or a proxy between it and the router, writes
+// one that is not JSON into the stream (the gate's hostile decode does).
+// It is a hash of the seed and the request, not a draw from the run's
+// source, so the rest of the run is what it would be without it.
+func (s *run) strangeEventFor(req *request) bool {
+	if !s.strangers {
+		return false
+	}
+	h := (s.seed ^ uint64(req.id)*0x9e3779b97f4a7c15) * 0xbf58476d1ce4e5b9
+	return (h>>32)%strangeEventsOneIn == 0
+}
+
+// strangeEvent passes the stranger's event through the router's judge of
+// decode's answer (core.Legs.Event), as the live router reads its stream,
+// and does what the router does with it: nothing for one skipped; an error
+// ends the client's answer. A text event would carry the whole text so
+// far, which this one has none of, so it passes nothing on. It reports
+// whether the answer goes on.
+func (s *run) strangeEvent(req *request) bool {
+	ev, ok := req.legs.Event([]byte("event: not json at all"))
+	s.tracef("stranger", "an event that is not JSON in the answer of %s (skipped: %v)", req.rid, !ok)
+	if ok && ev.Error != nil {
+		s.onError(req, http.StatusInternalServerError, ev.Error.Message)
+		s.closeUpstream(req)
+		return false
+	}
+	return true
 }

@@ -1,6 +1,10 @@
 package core
 
-import "github.com/pdchaos/pdchaos/contract"
+import (
+	"encoding/json"
+
+	"github.com/pdchaos/pdchaos/contract"
+)
 
 // Legs is the router's book on one request it sent to prefill and decode
 // at once, as SGLang's model gateway keeps it: which leg a refusal, a
@@ -91,8 +95,29 @@ func (l *Legs) DecodeError(inStream bool) {
 	}
 }
 
-// BadEvent records a stream event that is not JSON; it is skipped.
-func (l *Legs) BadEvent() { l.probes.Hit(contract.ProbeRouterBadEvent) }
+// DecodeEvent is one event of decode's answer as SGLang's /generate
+// writes it (a stream event, or the whole answer when the client did not
+// stream): the text so far with its meta_info, or an error.
+type DecodeEvent struct {
+	contract.GenerateChunk
+	Error *contract.ErrorDetail `json:"error"`
+}
+
+// Event reads one event of decode's answer. One that is not JSON is
+// skipped (ok false) and the answer goes on from the next: a decode that
+// is not ours, or a proxy between, may write one, and it must neither end
+// the client's answer nor reach it. An error event is decode's error
+// reaching the client in the stream (DecodeError).
+func (l *Legs) Event(data []byte) (ev DecodeEvent, ok bool) {
+	if json.Unmarshal(data, &ev) != nil {
+		l.probes.Hit(contract.ProbeRouterBadEvent)
+		return DecodeEvent{}, false
+	}
+	if ev.Error != nil {
+		l.DecodeError(true)
+	}
+	return ev, true
+}
 
 // StreamEnded records the end of decode's stream and reports whether it
 // ended early: neither a finish reason nor an error event came, so the

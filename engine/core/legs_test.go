@@ -79,9 +79,16 @@ func TestLegsDecideWhoseAnswerAndWhichLegToCancel(t *testing.T) {
 func TestLegsJudgeTheStream(t *testing.T) {
 	var pc ProbeCounts
 	l := NewLegs(&pc)
-	l.BadEvent()
+	if _, ok := l.Event([]byte("this is not json")); ok {
+		t.Error("an event that is not JSON was taken")
+	}
+	if ev, ok := l.Event([]byte(`{"text":"ab","meta_info":{"id":"x","completion_tokens":2}}`)); !ok || ev.Text != "ab" || ev.MetaInfo.CompletionTokens != 2 || ev.Error != nil {
+		t.Errorf("a text event read as %+v (ok %v)", ev, ok)
+	}
 	l.DecodeError(false)
-	l.DecodeError(true)
+	if ev, ok := l.Event([]byte(`{"error":{"message":"boom","code":500}}`)); !ok || ev.Error == nil || ev.Error.Message != "boom" {
+		t.Errorf("an error event read as %+v (ok %v)", ev, ok)
+	}
 	for _, c := range []struct {
 		finished, errored, early bool
 	}{{true, false, false}, {false, true, false}, {false, false, true}} {

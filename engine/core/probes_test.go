@@ -261,8 +261,8 @@ func routerLegs(r *rig) {
 	l.DecodeAnswered(0)
 	l = NewLegs(&r.router)
 	l.DecodeAnswered(200)
-	l.BadEvent()
-	l.DecodeError(true)
+	l.Event([]byte("not json"))
+	l.Event([]byte(`{"error":{"message":"decode failed"}}`))
 	l.StreamEnded(false, false)
 	l.ClientGone(true)
 }
