@@ -10,7 +10,7 @@ FUZZTIME  ?= 1m
 # harness first: its scenario runs are the longest, so they start at once.
 RACE_PKGS := ./harness/... ./engine/... ./faults/... ./agents/...
 
-.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench bench-go deps clean fuzz stress interrupt-runs catch-rates seed-sweep hostile gate-mutants sim test-mutant
+.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench bench-go deps clean fuzz stress interrupt-runs catch-rates seed-sweep hostile gate-mutants sim sim-coverage test-mutant
 
 all: build
 
@@ -143,6 +143,12 @@ repro-%: build
 ## or ARGS="--swarm --probes"; replay one with bin/pdchaos sim SCENARIO --seed S --trace
 sim: build
 	$(BIN) sim $(SCENARIO) --seeds $(or $(SEEDS),1..100) $(ARGS)
+
+## sim-coverage: code probe coverage in the simulator over every preset (both dialects, plain and swarm
+## seeds 1..SEEDS, default 30) and every regression in the presets that catch it; fails when an
+## engine/core probe is hit by none (scripts/sim-coverage.sh)
+sim-coverage: build
+	PDCHAOS=$(BIN) RESULTS_DIR=$(RESULTS_DIR) bash scripts/sim-coverage.sh $(or $(SEEDS),30)
 
 ## test-mutant: the simulator finds a deliberately broken failure path no regression names
 ## (engine/core built with -tags pdchaos_mutant: orphan transfer infos never swept)
