@@ -26,7 +26,7 @@ deps:
 	@bash scripts/setup-test-deps.sh || echo "warning: python3-zmq or libxml2-utils could not be installed; ZMTP interop tests and JUnit schema validation will skip (set PDCHAOS_REQUIRE_PYZMQ=1 / PDCHAOS_REQUIRE_XMLLINT=1 to fail instead)" >&2
 
 ## test: everything CI runs — vet, race detector on concurrent packages, all tests except the
-## Ginkgo gate (minutes of scenario runs: `make gate`)
+## Ginkgo gate (minutes of scenario runs: `make gate`), and test-mutant
 # The race run is bound by harness's scenario runs, which mostly wait on the
 # clock, so the other packages' tests run beside it rather than after it.
 # Harness's own scenario tests are split over two processes (HARNESS_SPLIT in
@@ -39,7 +39,8 @@ test: deps
 	@$(GO) test -race -count=1 -timeout 8m -run '$(HARNESS_SPLIT)' ./harness & split=$$!; \
 	$(GO) test -race -count=1 -timeout 8m -skip '$(HARNESS_SPLIT)' $(RACE_PKGS) & race=$$!; \
 	$(GO) test -count=1 -timeout 8m $$($(GO) list ./... | grep -v -e /engine -e /faults -e /agents -e /harness -e /suites/gate) \
-		&& $(GO) test -race -count=1 -run TestSameSeedSameTrace ./sim/scenario; rest=$$?; \
+		&& $(GO) test -race -count=1 -run TestSameSeedSameTrace ./sim/scenario \
+		&& $(GO) test -tags pdchaos_mutant -count=1 -run TestMutantFound ./sim/scenario; rest=$$?; \
 	wait $$race; race=$$?; wait $$split; split=$$?; \
 	if [ $$race -ne 0 ] || [ $$split -ne 0 ] || [ $$rest -ne 0 ]; then echo "make test: race run exit $$race, harness split exit $$split, other packages exit $$rest" >&2; exit 1; fi
 
