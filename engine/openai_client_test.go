@@ -16,12 +16,7 @@ import (
 // TestOfficialOpenAIClient talks to the router with OpenAI's own Go SDK,
 // streaming and not, so the wire format is what real clients expect.
 func TestOfficialOpenAIClient(t *testing.T) {
-	testkit.NoLeaks(t)
-	c := testcluster.Start(t, contract.EngineConfig{})
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	client := openai.NewClient(option.WithBaseURL(c.Endpoint()+"/v1/"), option.WithAPIKey("unused"),
-		option.WithHTTPClient(&http.Client{Transport: tr}), option.WithMaxRetries(0))
+	client := officialClient(t)
 	msgs := []model.Message{{Role: "system", Content: "You are terse."}, {Role: "user", Content: "rename the variable"}}
 	params := openai.ChatCompletionNewParams{
 		Model:     "pdchaos-fake",
@@ -58,12 +53,7 @@ func TestOfficialOpenAIClient(t *testing.T) {
 // TestOfficialOpenAIClientCompletionsAndModels: the same SDK's text
 // completions (whole and streamed) and its model listing and lookup.
 func TestOfficialOpenAIClientCompletionsAndModels(t *testing.T) {
-	testkit.NoLeaks(t)
-	c := testcluster.Start(t, contract.EngineConfig{})
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	client := openai.NewClient(option.WithBaseURL(c.Endpoint()+"/v1/"), option.WithAPIKey("unused"),
-		option.WithHTTPClient(&http.Client{Transport: tr}), option.WithMaxRetries(0))
+	client := officialClient(t)
 	const prompt = "// Package cache keeps"
 	want := model.Expected(prompt, 7)
 	params := openai.CompletionNewParams{
@@ -109,4 +99,16 @@ func TestOfficialOpenAIClientCompletionsAndModels(t *testing.T) {
 	} else if apiErr := (*openai.Error)(nil); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown model: %v, want a 404", err)
 	}
+}
+
+// officialClient starts a cluster and returns OpenAI's Go SDK pointed at
+// its router, with no retries (a retry would hide a failed first answer).
+func officialClient(t *testing.T) openai.Client {
+	t.Helper()
+	testkit.NoLeaks(t)
+	c := testcluster.Start(t, contract.EngineConfig{})
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return openai.NewClient(option.WithBaseURL(c.Endpoint()+"/v1/"), option.WithAPIKey("unused"),
+		option.WithHTTPClient(&http.Client{Transport: tr}), option.WithMaxRetries(0))
 }
