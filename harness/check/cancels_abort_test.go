@@ -75,11 +75,38 @@ func TestCancelsReachedAbortRequests(t *testing.T) {
 			return contract.RoomRecord{Created: at(1500 * time.Millisecond), LastState: contract.StateSuccess,
 				Events: []contract.Event{{At: at(4 * time.Second), Kind: contract.RoomEventClear}}}
 		}, func(_ int, o *outcome.Outcome) { o.AnswerAfterAbort, o.End = outcome.AnswerCompleted, 4*time.Second }), Pass, ""},
+		{"decode took the request only after the abort", abortView(1, lateOnDecode(1500*time.Millisecond), withRid), Pass, ""},
+		{"decode held the request and dropped the abort", abortView(1, lateOnDecode(800*time.Millisecond), withRid), Fail,
+			"decode never recorded the client's abort; the room ended 2s after the cancel"},
 	} {
 		c := checkCancelsReached(tc.v)
 		if c.Status != tc.want || !strings.Contains(c.Summary, tc.say) {
 			t.Errorf("%s: cancels-reached %s (%s), want %s saying %q", tc.name, c.Status, c.Summary, tc.want, tc.say)
 		}
+	}
+	c := checkCancelsReached(abortView(1, lateOnDecode(1500*time.Millisecond), withRid))
+	if c.Evidence["abort_requests_before_one_side_held_it"] != 1 || c.Evidence["sides_checked"] != 1 {
+		t.Errorf("a side that took the request after its abort: evidence %v, want it counted apart and only prefill judged", c.Evidence)
+	}
+}
+
+// withRid names the cancelled request r1, as the records of lateOnDecode do.
+func withRid(_ int, o *outcome.Outcome) { o.Rid = "r1" }
+
+// lateOnDecode is prefill holding request r1 from 0.5 s and recording its
+// abort, and decode taking r1 only at arrived (after the abort at 1 s when
+// it waited on a stopped prefill for the route) and failing it at 3 s with
+// no abort recorded: SGLang drops an abort for a rid it does not hold.
+func lateOnDecode(arrived time.Duration) func(string, int, func(time.Duration) time.Time) contract.RoomRecord {
+	return func(side string, _ int, at func(time.Duration) time.Time) contract.RoomRecord {
+		if side == "prefill" {
+			r := held(side, true, at)
+			r.Events[0].Detail = "sender " + contract.CreatedFor("r1")
+			return r
+		}
+		return contract.RoomRecord{Created: at(arrived), LastState: contract.StateFailed, Events: []contract.Event{
+			{At: at(arrived), Kind: contract.RoomEventStatus, State: contract.StateBootstrapping, Detail: "receiver " + contract.CreatedFor("r1")},
+			{At: at(3 * time.Second), Kind: contract.RoomEventClear}}}
 	}
 }
 

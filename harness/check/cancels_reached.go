@@ -132,6 +132,16 @@ func checkCancelsReached(v *View) CheckResult {
 				ev["sides_killed_before_the_request"]++
 				continue
 			}
+			if at, ok := requestArrived(r, o.Rid); o.Reason == outcome.ReasonAbortRequest && ok && at.Sub(v.Run.BaseWall) > tc {
+				// This side took the request only after the client's
+				// abort_request had reached it (decode waited on a stopped
+				// prefill for the route, say): SGLang drops an abort for a
+				// rid it does not hold, so here the request runs as if
+				// never cancelled. Counted, not judged, as abortCameFirst
+				// is for both sides.
+				ev["abort_requests_before_one_side_held_it"]++
+				continue
+			}
 			ev["sides_checked"]++
 			why, how, late := cancelReached(role, r, tc, excused, v.Run.BaseWall)
 			if late {
@@ -267,6 +277,21 @@ func openedFor(r contract.RoomRecord) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// requestArrived is when the request rid (any request, rid "") reached
+// this side's record of its room: the first status or request event that
+// names it. False: none did.
+func requestArrived(r contract.RoomRecord, rid string) (time.Time, bool) {
+	for _, e := range r.Events {
+		if e.Kind != contract.RoomEventStatus && e.Kind != contract.RoomEventRequest {
+			continue
+		}
+		if got, ok := contract.CreatedRid(e.Detail); ok && (rid == "" || got == rid) {
+			return e.At, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // keepFirst keeps, of two records of one room on one side, the one created
