@@ -2,7 +2,6 @@ package sim
 
 import (
 	"math"
-	"net/http"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -104,7 +103,7 @@ func (s *run) strangeEvent(req *request) bool {
 	ev, ok := req.legs.Event([]byte("event: not json at all"))
 	s.tracef("stranger", "an event that is not JSON in the answer of %s (skipped: %v)", req.rid, !ok)
 	if ok && ev.Error != nil {
-		s.onError(req, http.StatusInternalServerError, ev.Error.Message)
+		s.onError(req, 500, ev.Error.Message)
 		s.closeUpstream(req)
 		return false
 	}
