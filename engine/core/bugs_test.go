@@ -125,3 +125,44 @@ func TestHistoryKeepsLastClearedRooms(t *testing.T) {
 		t.Errorf("a late note did not attach to room %d, which is kept", total)
 	}
 }
+
+// A room prefill has finished is not free while its workers still hold or
+// queue chunks of it: a new request in that room (a client retrying with
+// the same bootstrap room) reset the room's status, and the worker then
+// wrote the old request's chunks into the new request's room and marked it
+// Transferring (found by room-retries seed 1624 in the simulator). Prefill
+// refuses the room until the old chunks have drained, then takes it.
+func TestPrefillRoomNotReusedWhileItsChunksDrain(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{})
+	const room = 91
+	r.add("old", room, prompt(91, 200), 4)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	w := workerOf(room)
+	if r.begin(0, w) == nil || !r.send(0, w) {
+		t.Fatal("old's first chunk not sent")
+	}
+	if !r.p.Pending(0, w) {
+		t.Fatal("want more of old's chunks queued behind the one in flight")
+	}
+	r.abortP("old")
+	r.stepP() // prefill finishes old while its write is in flight
+	if got := r.pfin["old"]; len(got) != 1 || got[0] == nil {
+		t.Fatalf("old's finishes on prefill: %v, want one failure", got)
+	}
+	if err := r.p.Add(r.now, "new", room, nil); err == nil {
+		t.Fatal("prefill took a new request in a room whose old chunks are still held and queued")
+	}
+	r.end(0, w, nil)
+	if err := r.p.Add(r.now, "new", room, nil); err == nil {
+		t.Fatal("prefill took a new request in a room whose old chunks are still queued")
+	}
+	if r.begin(0, w) != nil {
+		t.Fatal("the worker took a chunk of a room prefill failed")
+	}
+	if err := r.p.Add(r.now, "new", room, nil); err != nil {
+		t.Fatalf("room not free once its old chunks drained: %v", err)
+	}
+}

@@ -3,6 +3,8 @@ package core
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -223,6 +225,13 @@ func (p *Prefill) Add(now time.Time, rid string, room uint64, tokens []model.Tok
 	if _, ok := p.byRoom[room]; ok {
 		p.probes.Hit(contract.ProbePrefillAddRoomInUse)
 		return fmt.Errorf("add request %s: room %d already in use", rid, room)
+	}
+	if p.draining(room) {
+		// The room's last request is finished, but its workers still hold
+		// or queue its chunks; a new request would reset the room's status
+		// and the workers would write those chunks into it.
+		p.probes.Hit(contract.ProbePrefillAddRoomInUse)
+		return fmt.Errorf("add request %s: room %d already in use (the last request's KV writes are still draining)", rid, room)
 	}
 	req := &PrefillReq{Rid: rid, Room: room, Tokens: tokens, Added: now}
 	p.byRid[rid] = req
@@ -448,6 +457,26 @@ func (p *Prefill) onAbort(now time.Time, rank int, a Abort) {
 func (p *Prefill) ack(now time.Time, rank int, a Abort) {
 	p.out = append(p.out, Outbound{Rank: rank, To: hostPort(a.DecodeIP, a.DecodePort), Frames: p.wire.AbortAck(a.Room, rank)})
 	p.hist.Note(now, a.Room, "prefill", rank, contract.RoomEventAbortAck, "in-flight writes drained")
+}
+
+// draining reports whether a worker of any rank still holds, has posted
+// or queues a chunk of room.
+func (p *Prefill) draining(room uint64) bool {
+	for rank, r := range p.ranks {
+		if p.holding(rank, room) {
+			return true
+		}
+		for _, qs := range [][][]*Chunk{r.queues, slices.Collect(maps.Values(r.posted))} {
+			for _, q := range qs {
+				for _, c := range q {
+					if c.Room == room {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }
 
 func (p *Prefill) holding(rank int, room uint64) bool {

@@ -40,7 +40,8 @@ const MinCancelsForRouterRule = 5
 // answered the router's request, and the router then had nothing left to
 // cancel. Ending Failed later, by a deadline, or by an ABORT long after is a
 // cancel that did not reach that side. A room a side never recorded is
-// counted as unseen, not judged.
+// counted as unseen, not judged. A room a side tombstoned (it held no
+// request there) ended at the tombstone.
 //
 // A cancel by abort_request (the client POSTs it to every engine and reads
 // on) is judged from when it was sent, and its answer too: it must end
@@ -342,6 +343,14 @@ func cancelReached(role string, r contract.RoomRecord, tc time.Duration, excused
 			}
 		case "clear":
 			ended = at
+		case contract.RoomEventAbortTombstone:
+			// The side remembers the room as aborted: it held no request
+			// there (a Failed write for an absent room, or decode's ABORT
+			// for a room no request owned), and any later one is refused.
+			// The record may never be cleared, only forgotten.
+			if ended < 0 {
+				ended = at
+			}
 		}
 	}
 	completeBound := DefaultCancelBound

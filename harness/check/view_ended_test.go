@@ -99,6 +99,22 @@ func TestCancelNotJudgedWherePrefillsKillRefusedTheRequest(t *testing.T) {
 	if r := judge(metadataOnly, false); r.Status != Fail {
 		t.Errorf("no kill: cancels-reached %s (%s), want fail", r.Status, r.Summary)
 	}
+	// Prefill refused the request (a duplicate rid) and decode's ABORT,
+	// the cancel by the peer's path, then tombstoned the room there: the
+	// record is never cleared, only forgotten, and the tombstone is where
+	// the room ended on prefill. Reached by the peer within the race
+	// window; the same ABORT seconds late is a cancel that did not reach.
+	abortAt := func(d time.Duration) contract.RoomRecord {
+		return contract.RoomRecord{Room: 9, Side: "prefill", Created: base.Add(d), Updated: base.Add(d), Cleared: true, LastState: contract.StateFailed,
+			Events: []contract.Event{ev("prefill", d, contract.RoomEventAbortReceived, "ABORT from decode"),
+				ev("prefill", d, contract.RoomEventAbortTombstone, "bootstrap: decode ABORT"), ev("prefill", d, contract.RoomEventAbortAck, "")}}
+	}
+	if r := judge(abortAt(1100*time.Millisecond), false); r.Status != Pass || r.Evidence["prefill_reached_by_peer_abort_only"] != 1 {
+		t.Errorf("decode's ABORT tombstoned the room on prefill as the client left: cancels-reached %s (%s), evidence %v; want pass, reached by the peer", r.Status, r.Summary, r.Evidence)
+	}
+	if r := judge(abortAt(4*time.Second), false); r.Status != Fail {
+		t.Errorf("decode's ABORT reached prefill 3 s after the cancel: cancels-reached %s (%s), want fail", r.Status, r.Summary)
+	}
 	reached := metadataOnly
 	reached.Events = append(slices.Clone(metadataOnly.Events[:2]), ev("prefill", 20*time.Millisecond, contract.RoomEventRequest, "sender "+contract.CreatedFor("r9")), metadataOnly.Events[2])
 	if r := judge(reached, true); r.Status != Fail {
