@@ -226,10 +226,13 @@ func (p *Prefill) Add(now time.Time, rid string, room uint64, tokens []model.Tok
 		p.probes.Hit(contract.ProbePrefillAddRoomInUse)
 		return fmt.Errorf("add request %s: room %d already in use", rid, room)
 	}
-	if p.draining(room) {
+	if !p.cfg.Regressions.On(contract.UnknownRoomWaiting) && p.draining(room) {
 		// The room's last request is finished, but its workers still hold
 		// or queue its chunks; a new request would reset the room's status
-		// and the workers would write those chunks into it.
+		// and the workers would write those chunks into it. Upstream takes
+		// the room, and an old chunk's failure there is what clears the new
+		// request's TransferInfo in unknown-room-waiting, so that
+		// regression takes it too.
 		p.probes.Hit(contract.ProbePrefillAddRoomInUse)
 		return fmt.Errorf("add request %s: room %d already in use (the last request's KV writes are still draining)", rid, room)
 	}
