@@ -10,7 +10,7 @@ FUZZTIME  ?= 1m
 # harness first: its scenario runs are the longest, so they start at once.
 RACE_PKGS := ./harness/... ./engine/... ./faults/... ./agents/...
 
-.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench bench-go deps clean fuzz stress interrupt-runs catch-rates seed-sweep hostile gate-mutants sim sim-coverage test-mutant
+.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench bench-go deps clean fuzz stress interrupt-runs catch-rates seed-sweep hostile gate-mutants sim sim-coverage sim-sweep test-mutant
 
 all: build
 
@@ -150,6 +150,12 @@ sim: build
 ## engine/core probe is hit by none (scripts/sim-coverage.sh)
 sim-coverage: build
 	PDCHAOS=$(BIN) RESULTS_DIR=$(RESULTS_DIR) bash scripts/sim-coverage.sh $(or $(SEEDS),30)
+
+## sim-sweep: the fixed engine over TOTAL simulated seeds (default 100000) across every preset, half
+## plain and half with swarm draws; a table of seeds, failures, wall time and simulated requests, and
+## each failing seed's replay command (scripts/sim-sweep.sh; about 50 minutes on 2 cores)
+sim-sweep: build
+	PDCHAOS=$(BIN) RESULTS_DIR=$(RESULTS_DIR) bash scripts/sim-sweep.sh $(or $(TOTAL),100000)
 
 ## test-mutant: the simulator finds a deliberately broken failure path no regression names
 ## (engine/core built with -tags pdchaos_mutant: orphan transfer infos never swept)
