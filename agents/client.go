@@ -185,15 +185,25 @@ func (c *caller) do(ctx context.Context, d Decision, msgs []model.Message, body 
 }
 
 // doRetrying is do, then, for a request planned to be retried whose queued
-// cancel happened, the same body (the same rid) sent again at once and not
-// cancelled: its outcome is the one returned, marked Retry.
+// cancel happened, the same body (the same rid) sent again, at once or after
+// its RetryDelay, and not cancelled: its outcome is the one returned, marked
+// Retry.
 func (c *caller) doRetrying(ctx context.Context, d Decision, msgs []model.Message, body func(rid string) []byte) (outcome.Outcome, string) {
 	o, answer := c.do(ctx, d, msgs, body(d.Rid))
 	if !d.Retry || o.Kind != outcome.KindCancelled || ctx.Err() != nil {
 		return o, answer
 	}
+	if d.RetryDelay > 0 {
+		t := time.NewTimer(d.RetryDelay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return o, answer
+		}
+	}
 	again := d
-	again.Cancel, again.CancelDelay, again.Retry, again.resent = "", 0, false, true
+	again.Cancel, again.CancelDelay, again.Retry, again.RetryDelay, again.resent = "", 0, false, 0, true
 	if d.RetryRid != "" {
 		again.Rid = d.RetryRid
 	}

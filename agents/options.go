@@ -107,6 +107,13 @@ type Options struct {
 	// never touching the first. Both sends carry the room and a rid; a
 	// gateway that overwrites bootstrap_room just makes it a plain retry.
 	RetrySameRoomRate float64 `json:"retry_same_room_rate,omitempty" yaml:"retry_same_room_rate,omitempty"`
+	// RetryDelay is the largest pause, drawn in [0, RetryDelay] for each
+	// retry, between a queued cancel and its retry (same rid or same
+	// room), as a client that backs off before trying again: a copy
+	// arriving a deadline after the first meets state that one arriving at
+	// once never does (a room remembered as released for the waiting
+	// timeout, pages held for the ACK timeout). 0 retries at once.
+	RetryDelay time.Duration `json:"retry_delay,omitempty" yaml:"retry_delay,omitempty"`
 	// AbortRequestRate is the probability that a queued or decode cancel
 	// (one not retried) is made the way SGLang's own tests and tools do it:
 	// POST /abort_request {"rid"} to every engine (a gateway has no such
@@ -192,7 +199,7 @@ func (o Options) Validate() error {
 		{"duration", o.Duration}, {"start_spread", o.StartSpread}, {"warm_up", o.WarmUp},
 		{"think_time", o.ThinkTime}, {"cancel_queued_delay", o.CancelQueuedDelay},
 		{"deadline", o.Deadline}, {"hang_timeout", o.HangTimeout}, {"kill_every", o.KillEvery},
-		{"restart_delay", o.RestartDelay}, {"kill_all_every", o.KillAllEvery},
+		{"restart_delay", o.RestartDelay}, {"kill_all_every", o.KillAllEvery}, {"retry_delay", o.RetryDelay},
 	} {
 		if f.v < 0 {
 			return fmt.Errorf("agents option %s: %v is negative", f.name, f.v)
@@ -212,6 +219,9 @@ func (o Options) Validate() error {
 	if o.RetrySameRoomRate > 0 && o.CancelQueuedRate == 0 {
 		return fmt.Errorf("agents option retry_same_room_rate: retries follow queued cancels, and cancel_queued_rate is 0")
 	}
+	if o.RetryDelay > 0 && o.RetrySameRidRate+o.RetrySameRoomRate == 0 {
+		return fmt.Errorf("agents option retry_delay: it delays retries, and retry_same_rid_rate and retry_same_room_rate are 0")
+	}
 	if o.AbortRequestRate > 0 && o.CancelQueuedRate+o.CancelDecodeRate == 0 {
 		return fmt.Errorf("agents option abort_request_rate: it chooses how queued and decode cancels are made, and cancel_queued_rate and cancel_decode_rate are 0")
 	}
@@ -227,7 +237,7 @@ func (o Options) Scaled(f float64) Options {
 	sc := func(d *time.Duration) { *d = time.Duration(float64(*d) * f) }
 	for _, d := range []*time.Duration{&o.Duration, &o.StartSpread, &o.WarmUp, &o.ThinkTime,
 		&o.CancelQueuedDelay, &o.Deadline, &o.HangTimeout, &o.KillEvery, &o.RestartDelay,
-		&o.KillAllEvery} {
+		&o.KillAllEvery, &o.RetryDelay} {
 		sc(d)
 	}
 	o.KillAllAt = slices.Clone(o.KillAllAt)

@@ -47,7 +47,7 @@ type Decision struct {
 	// Think is the pause after the turn (main requests only).
 	Think time.Duration `json:"think,omitempty"`
 	// Rid, when set, is sent as the request's rid; with Retry the request
-	// is sent again at once after its queued cancel, with the same rid, or
+	// is sent again after its queued cancel (at once, or RetryDelay later), with the same rid, or
 	// with RetryRid when that is set.
 	Rid   string `json:"rid,omitempty"`
 	Retry bool   `json:"retry,omitempty"`
@@ -55,6 +55,8 @@ type Decision struct {
 	// of a Retry decision sends it too); RetryRid is the retry's own rid.
 	Room     uint64 `json:"room,omitempty"`
 	RetryRid string `json:"retry_rid,omitempty"`
+	// RetryDelay is the pause between the queued cancel and the retry.
+	RetryDelay time.Duration `json:"retry_delay,omitempty"`
 	// AbortRequest makes the queued or decode cancel a POST
 	// /abort_request {"rid": Rid} to every engine instead of closing the
 	// connection.
@@ -125,6 +127,9 @@ func (p *planner) next() []Decision {
 		if d.Cancel == outcome.CancelQueued && !d.Retry && p.o.RetrySameRoomRate > 0 && p.rng.Float64() < p.o.RetrySameRoomRate {
 			d.Retry, d.Room = true, p.rng.Uint64()>>1+1
 			d.Rid, d.RetryRid = fmt.Sprintf("pdchaos-room-%016x-0", d.Room), fmt.Sprintf("pdchaos-room-%016x-1", d.Room)
+		}
+		if d.Retry && p.o.RetryDelay > 0 {
+			d.RetryDelay = uniform(p.rng, 0, p.o.RetryDelay)
 		}
 		if (d.Cancel == outcome.CancelQueued || d.Cancel == outcome.CancelDecode) && !d.Retry &&
 			p.o.AbortRequestRate > 0 && p.rng.Float64() < p.o.AbortRequestRate {

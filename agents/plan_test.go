@@ -97,6 +97,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"retries with no queued cancels", Options{CancelDecodeRate: 0.1, RetrySameRidRate: 0.5}, "retry_same_rid_rate"},
 		{"room retries with no queued cancels", Options{CancelDecodeRate: 0.1, RetrySameRoomRate: 0.5}, "retry_same_room_rate"},
 		{"abort_request rate above one", Options{CancelDecodeRate: 0.1, AbortRequestRate: 1.5}, "abort_request_rate"},
+		{"negative retry delay", Options{CancelQueuedRate: 0.1, RetrySameRidRate: 0.5, RetryDelay: -time.Second}, "retry_delay"},
+		{"retry delay with no retries", Options{CancelQueuedRate: 0.1, RetryDelay: time.Second}, "retry_delay"},
+		{"retry delay with room retries", Options{CancelQueuedRate: 0.1, RetrySameRoomRate: 0.5, RetryDelay: time.Second}, ""},
 		{"abort_requests with no cancels", Options{DeadlineRate: 0.1, Deadline: time.Second, AbortRequestRate: 0.5}, "abort_request_rate"},
 	} {
 		err := tc.o.Validate()
@@ -233,5 +236,34 @@ func TestPlanRetrySameRoom(t *testing.T) {
 	}
 	if retries < 50 {
 		t.Fatalf("%d room retries in 500 decisions at rates 0.5 x 0.5", retries)
+	}
+}
+
+// A retry delay is drawn for retried requests only, within [0, RetryDelay],
+// and not the same for all of them; scaling a run scales it.
+func TestPlanRetryDelay(t *testing.T) {
+	t.Parallel()
+	o, err := Preset(PresetOpenCode30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.CancelQueuedRate, o.RetrySameRidRate, o.RetryDelay = 0.5, 0.5, 4*time.Second
+	_, ds := Plan(1, o, 0, 0, 500)
+	delays := map[time.Duration]bool{}
+	for _, d := range ds {
+		switch {
+		case !d.Retry && d.RetryDelay != 0:
+			t.Fatalf("a retry delay on a request not retried: %+v", d)
+		case d.Retry && (d.RetryDelay < 0 || d.RetryDelay > o.RetryDelay):
+			t.Fatalf("retry delay %v outside [0, %v]", d.RetryDelay, o.RetryDelay)
+		case d.Retry:
+			delays[d.RetryDelay] = true
+		}
+	}
+	if len(delays) < 10 {
+		t.Fatalf("%d distinct retry delays in 500 decisions, want them drawn", len(delays))
+	}
+	if got := o.Scaled(0.5).RetryDelay; got != 2*time.Second {
+		t.Errorf("scaled by 0.5: retry delay %v, want 2s", got)
 	}
 }

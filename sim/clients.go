@@ -26,6 +26,7 @@ type request struct {
 	// retry of the same room under retryRid, a new rid).
 	clientRoom uint64
 	retryRid   string
+	retryDelay time.Duration // the pause before the retry
 	// routeAsked is when decode's leg began to wait on a stopped
 	// prefill's bootstrap server for its route (routeAsking).
 	routeAsked  time.Duration
@@ -204,6 +205,9 @@ func (s *run) newRequest(a *agentState, sub int, prompt []model.Token) *request 
 		req.retry, req.clientRoom = true, s.rng.Uint64()>>1+1
 		req.clientRid, req.retryRid = fmt.Sprintf("pdchaos-room-%016x-0", req.clientRoom), fmt.Sprintf("pdchaos-room-%016x-1", req.clientRoom)
 	}
+	if req.retry && c.RetryDelay > 0 {
+		req.retryDelay = s.between(0, c.RetryDelay)
+	}
 	if (req.plan == outcome.CancelQueued || req.plan == outcome.CancelDecode) && !req.retry && c.AbortRequestRate > 0 && s.rng.Float64() < c.AbortRequestRate {
 		req.abortReq, req.clientRid = true, fmt.Sprintf("pdchaos-abort-%016x", s.rng.Uint64())
 	}
@@ -211,7 +215,7 @@ func (s *run) newRequest(a *agentState, sub int, prompt []model.Token) *request 
 }
 
 // resend is a client's retry of req, cancelled before its first token:
-// the same prompt and rid, at once, not cancelled. The turn waits for it:
+// the same prompt and rid, not cancelled. The turn waits for it:
 // req's onEnd moves to the retry.
 func (s *run) resend(req *request, onEnd func()) {
 	s.nreq++
@@ -442,11 +446,25 @@ func (s *run) cancel(req *request, why outcome.Reason) {
 	s.end(req, outcome.Outcome{Kind: outcome.KindCancelled, Phase: phaseOf(req), Reason: why})
 	s.closeUpstream(req)
 	if retry {
-		s.resend(req, func() {
-			if onEnd != nil {
-				onEnd()
-			}
-		})
+		again := func() {
+			s.resend(req, func() {
+				if onEnd != nil {
+					onEnd()
+				}
+			})
+		}
+		if req.retryDelay > 0 {
+			s.after(req.retryDelay, "client", func() {
+				// An agent killed while it backed off never sends it, nor
+				// does a swarm stopped at the load's end (stopClients).
+				if s.now >= s.loadEnd || req.agent >= 0 && req.agent < len(s.agents) && s.agents[req.agent].inc != req.inc {
+					return
+				}
+				again()
+			})
+		} else {
+			again()
+		}
 	}
 }
 

@@ -82,6 +82,7 @@ type Clients struct {
 	CancelQueuedDelay time.Duration // ... after a delay drawn in [0, N]
 	RetrySameRidRate  float64       // a queued cancel sent again at once with the same rid
 	RetrySameRoomRate float64       // a queued cancel sent again at once under a new rid with the same bootstrap room
+	RetryDelay        time.Duration // either retry waits a pause drawn in [0, N] first; 0 at once
 	AbortRequestRate  float64       // a queued or decode cancel made by /abort_request to both engines, the answer read on
 	CancelDecodeRate  float64       // cancel after K tokens, K in [1, max-1]
 	DeadlineRate      float64       // a client deadline drawn in [D/2, D]

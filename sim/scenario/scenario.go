@@ -42,7 +42,7 @@ func Config(sc *harness.Scenario) (sim.Config, []Skipped, error) {
 			UserPromptWords: o.UserPromptWords, ToolOutputWords: o.ToolOutputWords, MaxContextWords: o.MaxContextWords,
 			TurnsPerSession: o.TurnsPerSession, MaxTokens: o.MaxTokens, ThinkTime: o.ThinkTime, SubRequestRate: o.SubRequestRate,
 			MaxSubRequests: o.MaxSubRequests, CancelQueuedRate: o.CancelQueuedRate, CancelQueuedDelay: o.CancelQueuedDelay, RetrySameRidRate: o.RetrySameRidRate, RetrySameRoomRate: o.RetrySameRoomRate,
-			AbortRequestRate: o.AbortRequestRate,
+			RetryDelay: o.RetryDelay, AbortRequestRate: o.AbortRequestRate,
 			CancelDecodeRate: o.CancelDecodeRate, DeadlineRate: o.DeadlineRate, Deadline: o.Deadline, HangTimeout: o.HangTimeout,
 			KillEvery: o.KillEvery, RestartDelay: o.RestartDelay, KillAllAt: o.KillAllAt, KillAllEvery: o.KillAllEvery},
 		Checks: sim.Checks{DrainDeadline: sc.Checks.DrainDeadline, Probes: sc.Checks.Probes, ProbeDeadline: sc.Checks.ProbeDeadline,
