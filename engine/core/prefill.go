@@ -377,7 +377,13 @@ func (p *Prefill) onRegistration(rank int, reg Registration) {
 
 func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata) error {
 	r := p.ranks[rank]
-	if _, owned := p.byRoom[m.Room]; !owned && !r.status.Has(m.Room) && r.status.isTombstoned(m.Room) {
+	failedAt, failed := r.unnoticed[m.Room]
+	abortedAt, aborted := r.status.tombstonedAt(m.Room)
+	// A request failed here after the abort (a client retrying in its own
+	// room meets the tombstone and fails at once): this metadata may be that
+	// request's, and decode waits for its verdict, so it is answered below.
+	newerFailure := failed && failedAt.After(abortedAt)
+	if _, owned := p.byRoom[m.Room]; !owned && !r.status.Has(m.Room) && aborted && !newerFailure {
 		// Metadata for a room decode already aborted: keep nothing, or the
 		// room would be reopened just to be swept later.
 		p.probes.Hit(contract.ProbePrefillMetadataAfterAbort)
@@ -385,7 +391,7 @@ func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata) error {
 		p.hist.Note(now, m.Room, "prefill", rank, "metadata-after-abort", "ignored: room aborted earlier")
 		return nil
 	}
-	if _, failed := r.unnoticed[m.Room]; failed && !r.status.Has(m.Room) {
+	if failed && !r.status.Has(m.Room) {
 		if _, owned := p.byRoom[m.Room]; !owned {
 			// The room failed here before decode registered for it (the
 			// client's abort reached prefill first, a bootstrap deadline):

@@ -156,6 +156,12 @@ func (t *StatusTable) isTombstoned(room uint64) bool {
 	return ok
 }
 
+// tombstonedAt is when room's tombstone was laid, if it has one.
+func (t *StatusTable) tombstonedAt(room uint64) (time.Time, bool) {
+	at, ok := t.tombstones[room]
+	return at, ok
+}
+
 // Check returns room's status. An absent room is Failed: nothing will ever
 // move it. With unknown-room-waiting it reads WaitingForInput, as NIXL's
 // check_status did.

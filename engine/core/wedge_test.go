@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
@@ -359,4 +360,36 @@ func scriptPartialFailure(r *rig) {
 	if l := r.d.Lens(1); l.AwaitingAck != 0 {
 		r.t.Errorf("rank 1's pages still held after its Failed status: %+v", l)
 	}
+}
+
+// A client that retries in the room its aborted request used meets the
+// tombstone: prefill fails the retry at once. Decode still sends the retry's
+// metadata and waits for a verdict; prefill must answer it Failed, not take
+// it for the aborted request's and drop it, which left decode to its
+// waiting timeout.
+func TestRetryInTombstonedRoomIsAnswered(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	scriptAbortBeforeAdd(r) // "a" in room 11: ABORT first, a tombstone, "a" failed on it
+	r.settle()
+	r.advance(testTimeout + time.Second) // decode forgets the released room
+	r.settle()
+	p := prompt(1, 80)
+	r.addP("a2", 11, p) // the retry, on prefill first: failed at once
+	r.stepP()
+	if got := r.pfin["a2"]; len(got) != 1 || got[0] == nil {
+		t.Fatalf("prefill finished the retry %v, want one failure on the tombstone", got)
+	}
+	r.addD("a2", 11, p, 4)
+	r.stepD() // the retry's metadata
+	if n := r.deliverControl(); n == 0 {
+		t.Fatal("decode sent no metadata for the retry")
+	}
+	if n := r.deliverNotices(); n == 0 {
+		t.Fatal("prefill sent decode nothing for the retry's metadata, want a Failed status")
+	}
+	r.stepD()
+	if got := r.dfin["a2"]; len(got) != 1 || !errors.Is(got[0], ErrDecodeFailed) {
+		t.Errorf("decode finished the retry %v, want one ErrDecodeFailed at once, before any deadline", got)
+	}
+	r.finish()
 }

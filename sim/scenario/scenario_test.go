@@ -515,3 +515,36 @@ func TestQueueGaugesJudgedEveryInstant(t *testing.T) {
 		t.Errorf("queue readings judged: %d over %d instants", n, per)
 	}
 }
+
+// Clients that back off before retrying in their room: the copies arrive
+// after decode forgot the released room and meet prefill's tombstone, which
+// retries sent at once never do (they meet the room still in use); prefill
+// fails them at once and answers their metadata Failed, and the fixed
+// engine passes.
+func TestRoomRetriesWithDelaySimulated(t *testing.T) {
+	t.Parallel()
+	hits := func(delay time.Duration) (created, answered int64) {
+		for seed := uint64(1); seed <= 5; seed++ {
+			cfg := preset(t, "room-retries")
+			cfg.Clients.RetryDelay = delay
+			r, err := sim.Run(context.Background(), cfg, seed, sim.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Failed != "" {
+				c, _ := r.Checks.Get(r.Failed)
+				t.Fatalf("room-retries, retry delay %v, seed %d: fixed engine: %s failed: %s", delay, seed, r.Failed, c.Summary)
+			}
+			created += r.Probes[contract.ProbePrefillCreatedAfterAbort.String()]
+			answered += r.Probes[contract.ProbePrefillMetadataAfterFailure.String()]
+		}
+		return created, answered
+	}
+	if c, _ := hits(0); c != 0 {
+		t.Errorf("retries sent at once met the tombstone %d times; the comparison below means nothing", c)
+	}
+	c, a := hits(12 * time.Second)
+	if c == 0 || a == 0 {
+		t.Errorf("retries delayed up to 12s: %d met the tombstone, %d metadata answered Failed; want both", c, a)
+	}
+}
