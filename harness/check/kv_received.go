@@ -33,26 +33,42 @@ func (v *View) successesUnreceived(recs map[string]map[uint64]contract.RoomRecor
 		if nonClear(p.Events) >= contract.MaxRoomEvents || ok && nonClear(d.Events) >= contract.MaxRoomEvents {
 			continue
 		}
-		in := map[int]bool{}
-		last := p.Created // no decode record: nothing newer is known of it
-		for _, e := range d.Events {
-			if e.Kind == contract.RoomEventKVReceived || e.Kind == contract.RoomEventStatus && e.State == contract.StateSuccess {
-				in[e.Rank] = true
-			}
-			if e.At.After(last) {
-				last = e.At
-			}
-		}
 		named := map[int]bool{}
 		for _, e := range sortedEvents(p.Events) {
-			if e.Kind != contract.RoomEventStatus || e.State != contract.StateSuccess || in[e.Rank] || named[e.Rank] {
+			if e.Kind != contract.RoomEventStatus || e.State != contract.StateSuccess || named[e.Rank] {
+				continue
+			}
+			// Decode's part of the same request: a room reused by a retry
+			// holds several lives, and a decode killed during this one may
+			// have left only an earlier life's record.
+			des, cleared, has := d.Events, d.Cleared, ok
+			last := p.Created // no decode record: nothing newer is known of it
+			if rid, start := lifeOf(p.Events, e.At); rid != "" && ok {
+				des, cleared, has = lifeEvents(d.Events, rid, cleared)
+				if !has {
+					last = start
+				}
+			}
+			in := false
+			for _, de := range des {
+				if de.Rank == e.Rank && (de.Kind == contract.RoomEventKVReceived || de.Kind == contract.RoomEventStatus && de.State == contract.StateSuccess) {
+					in = true
+				}
+				if de.At.After(last) {
+					last = de.At
+				}
+			}
+			if in {
 				continue
 			}
 			why := fmt.Sprintf("decode's history: %s", historyLine(d.Events, d.Created))
-			if !ok {
+			if !has {
 				why = "decode has no record of the room"
+				if ok {
+					why = "decode has no record of the request in the room"
+				}
 			}
-			if !d.Cleared && last.Before(e.At) {
+			if !cleared && last.Before(e.At) {
 				kill, dead := v.decodeKilledBetween(last, e.At.Add(-killAckMargin))
 				if !dead {
 					continue
@@ -65,6 +81,46 @@ func (v *View) successesUnreceived(recs map[string]map[uint64]contract.RoomRecor
 		}
 	}
 	return out
+}
+
+// lifeOf is the rid of the request whose life in the room at holds, from
+// the side's latest request creation at or before it, and when that began;
+// "" when the record names none.
+func lifeOf(es []contract.Event, at time.Time) (string, time.Time) {
+	rid, start := "", time.Time{}
+	for _, e := range sortedEvents(es) {
+		if e.At.After(at) {
+			break
+		}
+		if r, ok := contract.CreatedRid(e.Detail); ok && createsRequest(e) {
+			rid, start = r, e.At
+		}
+	}
+	return rid, start
+}
+
+// lifeEvents is the part of a record that belongs to request rid: from its
+// creation to the next request's. has is false when the record never
+// created rid (then ended is false: nothing is known of its end); ended is
+// true when a later request followed it (its life is over, as if cleared),
+// else cleared as given.
+func lifeEvents(es []contract.Event, rid string, cleared bool) (out []contract.Event, ended, has bool) {
+	in := false
+	for _, e := range sortedEvents(es) {
+		if r, ok := contract.CreatedRid(e.Detail); ok && createsRequest(e) {
+			if in && r != rid {
+				return out, true, true
+			}
+			in = in || r == rid
+		}
+		if in {
+			out = append(out, e)
+		}
+	}
+	if !in {
+		return nil, false, false // nothing of this life is known, ended or not
+	}
+	return out, cleared, true
 }
 
 // killAckMargin is how long after a decode process was sent SIGKILL an

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,57 @@ func TestSuccessesUnreceived(t *testing.T) {
 			switch {
 			case c.want == "" && len(got) > 0:
 				t.Fatalf("flagged a Success decode acknowledged, or one it cannot judge: %v", got)
+			case c.want != "" && (len(got) != 1 || !strings.Contains(got[0], c.want)):
+				t.Fatalf("got %q, want one violation containing %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestSuccessesUnreceivedReusedRoom: a room a retry reused holds two lives
+// on each side; prefill's Success is judged against decode's record of the
+// same request (the same rid), not an earlier one's.
+func TestSuccessesUnreceivedReusedRoom(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
+	ev := func(side string, n int, kind, state, detail string) contract.Event {
+		return contract.Event{At: ms(n), Side: side, Kind: kind, State: state, Detail: detail}
+	}
+	create := func(side string, n int, rid string) contract.Event {
+		return ev(side, n, contract.RoomEventStatus, contract.StateBootstrapping, "receiver "+contract.CreatedFor(rid))
+	}
+	first := []contract.Event{create("decode", 0, "a"), ev("decode", 10, contract.RoomEventStatus, contract.StateFailed, "abort")}
+	prefill := []contract.Event{create("prefill", 0, "a"), ev("prefill", 12, contract.RoomEventStatus, contract.StateFailed, "abort"),
+		create("prefill", 2000, "b"), ev("prefill", 2100, contract.RoomEventStatus, contract.StateSuccess, "last chunk done")}
+	kill := []schedule.Record{{Fault: "sigkill(decode,restart)", Layer: faults.LayerProcess, Applied: true, Start: 2150 * time.Millisecond, End: 3 * time.Second}}
+	early := []schedule.Record{{Fault: "sigkill(decode,restart)", Layer: faults.LayerProcess, Applied: true, Start: 1200 * time.Millisecond, End: 1500 * time.Millisecond}}
+	for _, c := range []struct {
+		name   string
+		decode []contract.Event
+		faults []schedule.Record
+		want   string
+	}{
+		{"decode killed during the second life: only the first's record is left", first, kill, ""},
+		{"no record of the second life, decode killed before it began: not judged", first, early, ""},
+		{"no record of the second life, no kill: not judged (the record may predate it)", first, nil, ""},
+		{"the second life received its KV", append(slices.Clone(first), create("decode", 2000, "b"), ev("decode", 2090, contract.RoomEventKVReceived, "", "")), nil, ""},
+		{"the second life ended without its KV", append(slices.Clone(first), create("decode", 2000, "b"), ev("decode", 2050, contract.RoomEventStatus, contract.StateFailed, "abort")), nil,
+			"decode never held the room's KV on that rank"},
+		{"the first life's KV does not count for the second", []contract.Event{create("decode", 0, "a"), ev("decode", 5, contract.RoomEventKVReceived, "", ""),
+			ev("decode", 10, contract.RoomEventStatus, contract.StateFailed, "abort"), create("decode", 2000, "b"), ev("decode", 2050, contract.RoomEventStatus, contract.StateFailed, "abort")}, nil,
+			"decode never held the room's KV on that rank"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			recs := map[string]map[uint64]contract.RoomRecord{
+				contract.SidePrefill: {7: {Room: 7, Side: "prefill", Created: base, Cleared: true, Events: prefill}},
+				contract.SideDecode:  {7: {Room: 7, Side: "decode", Created: base, Cleared: true, Events: c.decode}},
+			}
+			v := &View{Run: RunInfo{BaseWall: base}, Faults: c.faults}
+			got := v.successesUnreceived(recs)
+			switch {
+			case c.want == "" && len(got) > 0:
+				t.Fatalf("flagged: %v", got)
 			case c.want != "" && (len(got) != 1 || !strings.Contains(got[0], c.want)):
 				t.Fatalf("got %q, want one violation containing %q", got, c.want)
 			}

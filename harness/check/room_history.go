@@ -129,6 +129,14 @@ func sortedRooms(m map[uint64]contract.RoomRecord) []uint64 {
 	return out
 }
 
+// createsRequest reports whether e is a side creating a request in the
+// room (its status written for a new rid, or the request event): where a
+// new life of a reused room begins.
+func createsRequest(e contract.Event) bool {
+	_, created := contract.CreatedRid(e.Detail)
+	return created && (e.Kind == contract.RoomEventStatus || e.Kind == contract.RoomEventRequest)
+}
+
 // nonClear counts the events a record's cap applies to (clears are kept
 // beyond it).
 func nonClear(es []contract.Event) int {

@@ -283,7 +283,7 @@ func (v *View) explain(f firing, own, peer contract.RoomRecord, hasPeer bool) (h
 		return "", fmt.Sprintf("prefill sent %s %v before, and no fault on a notify link, a process or an engine loop was active to lose it",
 			what, f.at.Sub(sent).Round(time.Millisecond))
 	}
-	if done := transferDoneAt(f, peer, hasPeer); !done.IsZero() && !v.Run.Engine.Wire.SuccessOnControl() && f.at.Sub(done) >= DefaultRaceWindow {
+	if done := transferDoneAt(f, own, peer, hasPeer); !done.IsZero() && !v.Run.Engine.Wire.SuccessOnControl() && f.at.Sub(done) >= DefaultRaceWindow {
 		// Prefill records Success only once decode acknowledged every
 		// write and the completion after them: decode had its KV. Only
 		// decode's own scheduler standing still explains its waiting
@@ -339,7 +339,7 @@ func requestNeverCame(f firing, peer contract.RoomRecord) string {
 		return ""
 	}
 	for _, e := range peer.Events {
-		if _, created := contract.CreatedRid(e.Detail); created && (e.Kind == contract.RoomEventStatus || e.Kind == contract.RoomEventRequest) {
+		if createsRequest(e) {
 			return ""
 		}
 	}
@@ -532,16 +532,23 @@ func (v *View) noticeFaultDuring(sent, from, to time.Duration) bool {
 }
 
 // transferDoneAt is when prefill's record of the room first read Success
-// on every rank it held, before decode's waiting deadline f fired; zero
-// when f is another backstop or that never happened by then.
-func transferDoneAt(f firing, peer contract.RoomRecord, hasPeer bool) time.Time {
+// on every rank it held, in decode's current request's life and before its
+// waiting deadline f fired; zero when f is another backstop or that never
+// happened by then.
+func transferDoneAt(f firing, own, peer contract.RoomRecord, hasPeer bool) time.Time {
 	if f.b.Name != contract.BackstopWaiting || !hasPeer {
 		return time.Time{}
 	}
+	// This life's transfer only: an earlier request in the reused room
+	// may have completed its own.
+	_, life := lifeOf(own.Events, f.at)
 	ranks := map[int]string{}
 	for _, e := range sortedEvents(peer.Events) {
 		if e.At.After(f.at) {
 			break
+		}
+		if e.At.Before(life) {
+			continue
 		}
 		switch e.Kind {
 		case contract.RoomEventStatus:
@@ -576,8 +583,12 @@ func failNoticeSent(f firing, own, peer contract.RoomRecord, hasPeer bool, tp in
 	}
 	switch f.b.Name {
 	case contract.BackstopWaiting:
+		// Only this life's notices: one prefill sent before decode's
+		// request was created was about an earlier request in the room
+		// (a client retrying in its own room), which decode took then.
+		_, life := lifeOf(own.Events, f.at)
 		for _, e := range peer.Events {
-			if e.Kind == contract.RoomEventFailNotice && !e.At.After(f.at) && e.At.After(at) {
+			if e.Kind == contract.RoomEventFailNotice && !e.At.After(f.at) && !e.At.Before(life) && e.At.After(at) {
 				at = e.At
 			}
 		}
@@ -743,7 +754,7 @@ func (v *View) failureUnanswered(r contract.RoomRecord, cfg contract.EngineConfi
 		if e.Side != contract.SidePrefill {
 			continue
 		}
-		if _, created := contract.CreatedRid(e.Detail); created && (e.Kind == contract.RoomEventStatus || e.Kind == contract.RoomEventRequest) {
+		if createsRequest(e) {
 			// A request for the room, new or a retry: its own life.
 			for _, st := range ranks {
 				*st = rankState{}
@@ -974,7 +985,7 @@ func (v *View) failureNotAnswered(f firing, own, peer contract.RoomRecord, hasPe
 		if e.Side != contract.SidePrefill || e.At.After(f.at) {
 			continue
 		}
-		if _, created := contract.CreatedRid(e.Detail); created && (e.Kind == contract.RoomEventStatus || e.Kind == contract.RoomEventRequest) && e.At.Before(sent) {
+		if createsRequest(e) && e.At.Before(sent) {
 			ranks = map[int]*rankState{} // a request for the room: its own life
 			continue
 		}

@@ -535,7 +535,8 @@ func TestFailuresPrefillDidNotAnswer(t *testing.T) {
 // ABORT resend (or ACK give-up) is judged against the failure notices
 // only once every rank had either sent one or written Success; a deferred
 // notice is not yet sent, and a room decode sent an ABORT for waits for
-// ACKs instead.
+// ACKs instead. Decode's waiting deadline counts only the notices of the
+// room's current life (sent since decode's request was created).
 func TestFailNoticeSentForHeldPages(t *testing.T) {
 	t.Parallel()
 	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -548,6 +549,14 @@ func TestFailNoticeSentForHeldPages(t *testing.T) {
 	held := contract.RoomRecord{Room: 1, Events: []contract.Event{ev(400, 0, contract.RoomEventStatus, contract.StateFailed), ev(400, 0, "pages-held", "")}}
 	aborted := contract.RoomRecord{Room: 1, Events: []contract.Event{ev(400, 0, contract.RoomEventAbortSent, "")}}
 	notice0, notice1 := ev(300, 0, contract.RoomEventFailNotice, ""), ev(900, 1, contract.RoomEventFailNotice, "")
+	// A room reused by a retry: decode's request created at 200 ms, then again at 1 s.
+	waiting := firing{b: contract.LookupBackstop(contract.BackstopWaiting), room: 1, at: at(3000)}
+	created := func(ms int) contract.Event {
+		e := ev(ms, 0, contract.RoomEventStatus, contract.StateBootstrapping)
+		e.Detail = "receiver " + contract.CreatedFor("r")
+		return e
+	}
+	retried := contract.RoomRecord{Room: 1, Events: []contract.Event{created(200), created(1000)}}
 	for _, tc := range []struct {
 		name string
 		f    firing
@@ -564,6 +573,9 @@ func TestFailNoticeSentForHeldPages(t *testing.T) {
 		{"told after the firing", resend, held, []contract.Event{notice0, ev(3100, 1, contract.RoomEventFailNotice, "")}, 2, time.Time{}},
 		{"decode sent an ABORT", resend, aborted, []contract.Event{notice0, notice1}, 2, time.Time{}},
 		{"tp 1", resend, held, []contract.Event{notice0}, 1, at(300)},
+		{"waiting: the notice of this life", waiting, retried, []contract.Event{ev(1200, 0, contract.RoomEventFailNotice, "")}, 1, at(1200)},
+		{"waiting: only an earlier life's notice", waiting, retried, []contract.Event{notice0}, 1, time.Time{}},
+		{"waiting: one life", waiting, contract.RoomRecord{Room: 1, Events: []contract.Event{created(200)}}, []contract.Event{notice0}, 1, at(300)},
 	} {
 		got := failNoticeSent(tc.f, tc.own, contract.RoomRecord{Room: 1, Events: tc.peer}, true, tc.tp)
 		if !got.Equal(tc.want) {
@@ -637,6 +649,36 @@ func TestRequestNeverCame(t *testing.T) {
 		why := requestNeverCame(tc.f, contract.RoomRecord{Room: 1, Events: tc.events})
 		if (why != "") != tc.judged || tc.judged && !strings.Contains(why, "prefill never got the room's request") {
 			t.Errorf("%s: %q, judged %v", tc.name, why, tc.judged)
+		}
+	}
+}
+
+// TestTransferDoneAtThisLife: decode's waiting deadline is excused by no
+// completed transfer but its own request's: in a room a retry reused,
+// prefill's Success of the earlier request is not this one's KV.
+func TestTransferDoneAtThisLife(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	status := func(ms int, state, detail string) contract.Event {
+		return contract.Event{At: at(ms), Kind: contract.RoomEventStatus, State: state, Detail: detail}
+	}
+	created := func(ms int, rid string) contract.Event {
+		return status(ms, contract.StateBootstrapping, "receiver "+contract.CreatedFor(rid))
+	}
+	f := firing{b: contract.LookupBackstop(contract.BackstopWaiting), room: 1, at: at(5000)}
+	prefill := contract.RoomRecord{Room: 1, Events: []contract.Event{status(100, contract.StateSuccess, "first request's KV"),
+		{At: at(120), Kind: contract.RoomEventClear}}}
+	for _, tc := range []struct {
+		name string
+		own  contract.RoomRecord
+		want time.Time
+	}{
+		{"one life", contract.RoomRecord{Room: 1, Events: []contract.Event{created(0, "a")}}, at(100)},
+		{"decode's request came after the Success", contract.RoomRecord{Room: 1, Events: []contract.Event{created(0, "a"), created(3000, "b")}}, time.Time{}},
+	} {
+		if got := transferDoneAt(f, tc.own, prefill, true); !got.Equal(tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got.Sub(base), tc.want.Sub(base))
 		}
 	}
 }

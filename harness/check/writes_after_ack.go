@@ -19,7 +19,8 @@ import (
 // A fault that can deliver a write late during the room's life excuses
 // it (kvFaultDuring): bytes forwarded before a reset are read by decode
 // after prefill saw the write fail and sent the acknowledgement on another
-// connection. Records past
+// connection. Judged within one life of the room on decode: a request
+// created in it since the acknowledgement starts a new one. Records past
 // contract.MaxRoomEvents are not judged (the acknowledgement may be lost).
 func (v *View) writesAfterAck(dec map[uint64]contract.RoomRecord, ev map[string]int64) []string {
 	var out []string
@@ -30,6 +31,13 @@ func (v *View) writesAfterAck(dec map[uint64]contract.RoomRecord, ev map[string]
 		}
 		acked := map[int]time.Time{}
 		for _, e := range sortedEvents(r.Events) {
+			if createsRequest(e) {
+				// A new request in the room (a client retrying in its own
+				// room): an earlier life's acknowledgement promises nothing
+				// about this one's writes.
+				delete(acked, e.Rank)
+				continue
+			}
 			switch e.Kind {
 			case contract.RoomEventAbortAck:
 				if _, ok := acked[e.Rank]; !ok {
@@ -125,7 +133,7 @@ func (v *View) writesAfterFailure(pre, dec map[uint64]contract.RoomRecord, ev ma
 				if e.At.After(s.At) {
 					break
 				}
-				if _, created := contract.CreatedRid(e.Detail); created && (e.Kind == contract.RoomEventStatus || e.Kind == contract.RoomEventRequest) {
+				if createsRequest(e) {
 					failedAt = time.Time{} // a new request: a new life
 				}
 				if e.Rank == s.Rank && e.Kind == contract.RoomEventStatus && e.State == contract.StateFailed && failedAt.IsZero() {

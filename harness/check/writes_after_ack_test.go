@@ -21,6 +21,11 @@ func TestWritesAfterAck(t *testing.T) {
 		return contract.Event{At: at(ms), Side: contract.SideDecode, Rank: rank, Kind: kind}
 	}
 	ack, stray := ev(6000, 0, contract.RoomEventAbortAck), ev(6300, 0, contract.RoomEventStrayChunk)
+	created := func(ms, rank int) contract.Event {
+		e := ev(ms, rank, contract.RoomEventStatus)
+		e.State, e.Detail = contract.StateBootstrapping, "receiver "+contract.CreatedFor("retry")
+		return e
+	}
 	fault := func(name string, layer faults.Layer) []schedule.Record {
 		return []schedule.Record{{Window: 1, Fault: name, Layer: layer, Applied: true, Start: 5 * time.Second, End: 7 * time.Second}}
 	}
@@ -34,6 +39,9 @@ func TestWritesAfterAck(t *testing.T) {
 		{"a chunk before the ACK (in flight at the ABORT)", []contract.Event{ev(5900, 0, contract.RoomEventStrayChunk), ack}, nil, 0},
 		{"the other rank's ACK", []contract.Event{ev(6000, 1, contract.RoomEventAbortAck), stray}, nil, 0},
 		{"two chunks after it: one finding", []contract.Event{ack, stray, ev(6400, 0, contract.RoomEventStrayChunk)}, nil, 1},
+		{"a new request in the room since the ACK: a new life", []contract.Event{ack, created(6100, 0), stray}, nil, 0},
+		{"a new request on the other rank only", []contract.Event{ack, created(6100, 1), stray}, nil, 1},
+		{"an ACK of the new life", []contract.Event{ev(5000, 0, contract.RoomEventAbortAck), created(5500, 0), ack, stray}, nil, 1},
 		{"a KV-link reset", []contract.Event{ack, stray}, fault("reset_peer(kv/0,up,0s)", faults.LayerNetwork), 0},
 		{"a simulated KV chunk fault", []contract.Event{ack, stray}, fault("kv-chunks@kv/0", faults.LayerProtocol), 0},
 		{"a control-link fault", []contract.Event{ack, stray}, fault("drop(control/0,abort)", faults.LayerProtocol), 1},
