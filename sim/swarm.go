@@ -13,6 +13,10 @@ import (
 // swarm seed's run is the plain run of the config Swarm returns.
 const swarmStream = 0x737761726d // "swarm"
 
+// notifyStream draws which message faults move to the notify link, apart
+// from swarmStream so the draws made before it came stay as they were.
+const notifyStream = 0x6e6f74696679 // "notify"
+
 // Swarm returns cfg with a fault mix and client policy drawn from seed, as
 // FoundationDB's and TigerBeetle's swarm testing do: each fault kind of a
 // palette is switched on with probability 1/3, with drawn parameters and
@@ -129,6 +133,35 @@ func Swarm(cfg Config, seed uint64) (Config, string) {
 			drawn = append(drawn, f.Kind)
 		}
 	}
+	// Prefill's statuses and ACKs travel on the notify link, so a message
+	// fault on the control link that draws them does nothing to them. Half
+	// of the drawn message faults move to the notify link with those kinds
+	// (a Failed status or an ACK held or lost is what decode's deadlines
+	// and its memory of released rooms are for). Drawn from a stream of
+	// their own, so every other draw of a seed stays as it was.
+	r2 := rand.New(rand.NewPCG(seed, notifyStream))
+	for i := len(cfg.Faults); i < len(out.Faults); i++ {
+		f := &out.Faults[i]
+		switch f.Kind {
+		case "delay-messages", "hold-messages", "drop-messages", "duplicate-messages":
+		default:
+			continue
+		}
+		if r2.IntN(2) != 0 {
+			continue
+		}
+		var ks []string
+		for _, k := range f.Kinds {
+			if k == "status" || k == "ack" {
+				ks = append(ks, k)
+			}
+		}
+		if len(ks) == 0 {
+			ks = []string{[2]string{"status", "ack"}[r2.IntN(2)]}
+		}
+		f.Link, f.Kinds = "notify/0", ks
+		drawn[i-len(cfg.Faults)] += "@notify"
+	}
 	c := &out.Clients
 	scale := func(p float64) float64 { return min(p*2*r.Float64(), 0.45) }
 	c.CancelQueuedRate, c.CancelDecodeRate, c.DeadlineRate = scale(c.CancelQueuedRate), scale(c.CancelDecodeRate), scale(c.DeadlineRate)
@@ -197,8 +230,20 @@ func Swarm(cfg Config, seed uint64) (Config, string) {
 			hang = fmt.Sprintf(", hang timeout %v", c.HangTimeout.Round(time.Millisecond))
 		}
 	}
-	return out, fmt.Sprintf("swarm seed %d: faults [%s], cancel rates queued %.2f decode %.2f deadline %.2f, kill every %v, deadlines %s, strangers %v%s%s",
-		seed, strings.Join(drawn, " "), c.CancelQueuedRate, c.CancelDecodeRate, c.DeadlineRate, c.KillEvery, deadlines, out.Strangers, tp, hang)
+	// Last, and only where the scenario retries (so every other
+	// scenario's seeds draw what they did): half the seeds back off
+	// before a retry, up to the waiting plus the ACK timeout, so copies
+	// of a room also arrive between and after those deadlines, where
+	// decode's memory of a released room and its ACK-held pages end.
+	retry := ""
+	if (c.RetrySameRidRate > 0 || c.RetrySameRoomRate > 0) && c.RetryDelay == 0 && r.IntN(2) == 0 {
+		if e, err := resolvedDeadlines(out); err == nil {
+			c.RetryDelay = d(0, e.WaitingTimeout+e.AckTimeout)
+			retry = fmt.Sprintf(", retry delay up to %v", c.RetryDelay.Round(time.Millisecond))
+		}
+	}
+	return out, fmt.Sprintf("swarm seed %d: faults [%s], cancel rates queued %.2f decode %.2f deadline %.2f, kill every %v, deadlines %s, strangers %v%s%s%s",
+		seed, strings.Join(drawn, " "), c.CancelQueuedRate, c.CancelDecodeRate, c.DeadlineRate, c.KillEvery, deadlines, out.Strangers, tp, hang, retry)
 }
 
 // resolvedDeadlines is cfg's engine config with its defaults filled in.

@@ -548,3 +548,56 @@ func TestRoomRetriesWithDelaySimulated(t *testing.T) {
 		t.Errorf("retries delayed up to 12s: %d met the tombstone, %d metadata answered Failed; want both", c, a)
 	}
 }
+
+// Swarm seeds move some drawn message faults to the notify link, with
+// only the kinds it carries (statuses, ACKs), and back off before retries
+// in about half the seeds of a preset that retries, never in one that
+// does not.
+func TestSwarmNotifyFaultsAndRetryDelays(t *testing.T) {
+	t.Parallel()
+	notify := 0
+	for seed := range uint64(60) {
+		c, desc := sim.Swarm(preset(t, "abort-storm"), seed)
+		if c.Clients.RetryDelay != 0 || strings.Contains(desc, "retry delay") {
+			t.Fatalf("abort-storm swarm seed %d drew a retry delay without retries: %s", seed, desc)
+		}
+		for _, f := range c.Faults {
+			if f.Link != "notify/0" {
+				continue
+			}
+			notify++
+			for _, k := range f.Kinds {
+				if k != "status" && k != "ack" {
+					t.Errorf("swarm seed %d: %s on the notify link for %q, which it never carries", seed, f.Kind, k)
+				}
+			}
+			if len(f.Kinds) == 0 {
+				t.Errorf("swarm seed %d: %s on the notify link with no kinds", seed, f.Kind)
+			}
+		}
+	}
+	if notify < 10 {
+		t.Errorf("%d message faults moved to the notify link in 60 swarm seeds, want them drawn", notify)
+	}
+	cfg := preset(t, "room-retries")
+	e, _, err := cfg.Engine.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	delayed := 0
+	for seed := range uint64(60) {
+		c, _ := sim.Swarm(cfg, seed)
+		if err := c.Validate(); err != nil {
+			t.Fatalf("room-retries swarm seed %d: %v", seed, err)
+		}
+		if d := c.Clients.RetryDelay; d != 0 {
+			delayed++
+			if d < 0 || d > e.WaitingTimeout+e.AckTimeout {
+				t.Errorf("swarm seed %d: retry delay %v outside [0, waiting + ack %v]", seed, d, e.WaitingTimeout+e.AckTimeout)
+			}
+		}
+	}
+	if delayed < 15 || delayed > 45 {
+		t.Errorf("%d of 60 room-retries swarm seeds back off before retrying, want about half", delayed)
+	}
+}
