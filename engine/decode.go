@@ -411,7 +411,7 @@ func (d *Decode) resolve(ctx context.Context, bootstrap string) error {
 	}
 	var addrs []string
 	for r := range d.cfg.TP {
-		u := fmt.Sprintf("http://%s/route?engine_rank=%d&target_dp_group=0&target_tp_rank=%d&target_pp_rank=0", bootstrap, r, r)
+		u := "http://" + bootstrap + contract.PathRoute + "?" + contract.RouteDialects()[0].Query(contract.RouteRank{TP: r})
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
 			return fmt.Errorf("bootstrap route %s: %w", bootstrap, err)

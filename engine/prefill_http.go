@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -100,22 +102,32 @@ func (p *Prefill) handleAbort(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// route is the bootstrap server's GET /route: where a rank's control socket
-// listens, or the topology when every rank index is -1.
+// bootstrapRoutes is prefill's bootstrap server: GET /route answers a
+// decode of any SGLang era (contract.RouteDialects) with a rank's control
+// socket, or the topology in that era's keys when every index is -1;
+// /health answers "OK" as SGLang's aiohttp server does.
 func (p *Prefill) bootstrapRoutes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+contract.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET "+contract.PathHealth, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "OK") })
 	mux.HandleFunc("GET "+contract.PathRoute, func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		rank, err := strconv.Atoi(q.Get("target_tp_rank"))
-		if err != nil || rank == -1 || q.Get("target_tp_rank") == "" {
-			writeJSON(w, map[string]int{"prefill_attn_tp_size": p.cfg.TP, "prefill_dp_size": 1, "prefill_pp_size": 1,
-				"page_size": p.cfg.PageSize})
+		q, err := contract.ParseRouteQuery(r.URL.Query())
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		if rank < 0 || rank >= len(p.pulls) {
-			p.probes.Hit(contract.ProbePrefillRouteUnknownRank)
-			writeError(w, http.StatusNotFound, "no such prefill rank "+strconv.Itoa(rank))
+		if q.Topology {
+			p.mu.Lock()
+			t := p.core.RouteTopology()
+			p.mu.Unlock()
+			writeJSON(w, q.Dialect.Answer(t))
+			return
+		}
+		p.mu.Lock()
+		rank, ok := p.core.RouteRank(q)
+		p.mu.Unlock()
+		if !ok {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("bootstrap info not found for dp_rank=%d cp_rank=%d tp_rank=%d pp_rank=%d (this prefill has %d TP ranks, one DP, CP and PP group)",
+				q.Rank.DP, q.Rank.CP, q.Rank.TP, q.Rank.PP, len(p.pulls)))
 			return
 		}
 		host, port, _ := net.SplitHostPort(p.pulls[rank].Addr())

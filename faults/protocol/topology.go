@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -26,27 +25,18 @@ type RankRoute struct {
 	Addr string
 }
 
-// routeQuery names a rank in every /route query dialect at once (main@2026:
-// prefill_dp_rank, prefill_cp_rank, target_tp_rank, target_pp_rank; v0.5:
-// engine_rank, target_dp_group, target_pp_rank; early 2025: engine_rank,
-// target_dp_group). The server reads the names it knows; aiohttp ignores
-// the rest. All -1 asks for the topology.
+// routeQuery names a rank in every /route dialect at once
+// (contract.RouteQueryAll): the server reads the names its era knows. All
+// -1 asks for the topology.
 func routeQuery(dp, cp, tp, pp int) string {
-	v := url.Values{}
-	v.Set("prefill_dp_rank", strconv.Itoa(dp))
-	v.Set("prefill_cp_rank", strconv.Itoa(cp))
-	v.Set("target_tp_rank", strconv.Itoa(tp))
-	v.Set("target_pp_rank", strconv.Itoa(pp))
-	v.Set("engine_rank", strconv.Itoa(tp))
-	v.Set("target_dp_group", strconv.Itoa(dp))
-	return v.Encode()
+	return contract.RouteQueryAll(contract.RouteRank{DP: dp, CP: cp, TP: tp, PP: pp})
 }
 
 // FetchRanks reads a prefill bootstrap server's topology from GET /route
 // (all ranks -1) and then each rank's {rank_ip, rank_port}. bootstrap is
-// its base URL (http://host:8998). Sizes are read under every name SGLang
-// has used (attn_tp_size or prefill_attn_tp_size, dp_size or
-// prefill_dp_size, …); a missing size is 1. A 503 means the prefill ranks
+// its base URL (http://host:8998). Sizes are read under every era's key
+// (contract.RouteKeys: attn_tp_size, prefill_attn_tp_size or
+// prefill_tp_size, …); a missing size is 1. A 503 means the prefill ranks
 // have not all registered yet (the caller may retry).
 func FetchRanks(ctx context.Context, client *http.Client, bootstrap string) ([]RankRoute, error) {
 	base := strings.TrimRight(bootstrap, "/")
@@ -68,19 +58,19 @@ func FetchRanks(ctx context.Context, client *http.Client, bootstrap string) ([]R
 		}
 		return 1, nil
 	}
-	tp, err := size("attn_tp_size", "prefill_attn_tp_size", "tp_size")
+	tp, err := size(contract.RouteKeys(contract.RouteTP)...)
 	if err != nil {
 		return nil, err
 	}
-	dp, err := size("dp_size", "prefill_dp_size")
+	dp, err := size(contract.RouteKeys(contract.RouteDP)...)
 	if err != nil {
 		return nil, err
 	}
-	cp, err := size("attn_cp_size", "prefill_cp_size")
+	cp, err := size(contract.RouteKeys(contract.RouteCP)...)
 	if err != nil {
 		return nil, err
 	}
-	pp, err := size("pp_size", "prefill_pp_size")
+	pp, err := size(contract.RouteKeys(contract.RoutePP)...)
 	if err != nil {
 		return nil, err
 	}

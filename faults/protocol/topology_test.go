@@ -59,6 +59,8 @@ func TestFetchRanks(t *testing.T) {
 			"target_tp_rank", "prefill_dp_rank", []string{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7010", "127.0.0.1:7011"}, ""},
 		{"v0.5", 200, map[string]any{"prefill_attn_tp_size": 2, "prefill_dp_size": 1, "prefill_pp_size": 1},
 			"engine_rank", "target_dp_group", []string{"127.0.0.1:7000", "127.0.0.1:7001"}, ""},
+		{"early-2025", 200, map[string]any{"prefill_tp_size": 2, "prefill_dp_size": 1},
+			"engine_rank", "target_dp_group", []string{"127.0.0.1:7000", "127.0.0.1:7001"}, ""},
 		{"not all registered", 503, nil, "target_tp_rank", "prefill_dp_rank", nil, "status 503"},
 		{"too many ranks", 200, map[string]any{"attn_tp_size": 64, "dp_size": 8}, "target_tp_rank", "prefill_dp_rank", nil, "over 256"},
 		{"bad size", 200, map[string]any{"attn_tp_size": 0}, "target_tp_rank", "prefill_dp_rank", nil, "attn_tp_size is 0"},

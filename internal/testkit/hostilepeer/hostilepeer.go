@@ -148,7 +148,10 @@ func (h *Peers) routes(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 		}
-		url := fmt.Sprintf("http://%s%s?target_tp_rank=%d&target_dp_group=0&target_pp_rank=0", h.pa.Bootstrap, contract.PathRoute, len(h.pa.Control)+i%4)
+		// Each era's query in turn, for a rank past prefill's last.
+		dialects := contract.RouteDialects()
+		url := fmt.Sprintf("http://%s%s?%s", h.pa.Bootstrap, contract.PathRoute,
+			dialects[i%len(dialects)].Query(contract.RouteRank{TP: len(h.pa.Control) + i%4}))
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return fmt.Errorf("hostile route: %w", err)
