@@ -357,17 +357,17 @@ func (d *Decode) serveKV(rank int, conn net.Conn) {
 			// A clean close between messages, or our own Close, is not
 			// the peer's fault; a broken or cut message is.
 			if errors.Is(err, errKVMalformed) || errors.Is(err, io.ErrUnexpectedEOF) {
-				d.probes.Hit(contract.ProbeDecodeKVReadError)
-				d.refuseKV(rank, m.room, err.Error())
+				d.mu.Lock()
+				d.core.OnKVUnreadable(time.Now(), rank, m.room, err.Error())
+				d.mu.Unlock()
 			}
 			return
 		}
-		if int(m.rank) != rank {
-			d.probes.Hit(contract.ProbeDecodeKVWrongRank)
-			d.refuseKV(rank, m.room, fmt.Sprintf("kv message for rank %d on rank %d's listener", m.rank, rank))
+		d.mu.Lock()
+		if !d.core.AdmitKVRank(time.Now(), rank, int(m.rank), m.room) {
+			d.mu.Unlock()
 			return
 		}
-		d.mu.Lock()
 		var active bool
 		// The name is checked before anything is written, as NIXL refuses
 		// a write to a remote agent it dropped.
@@ -385,18 +385,12 @@ func (d *Decode) serveKV(rank int, conn net.Conn) {
 			reply = kvInactive
 		}
 		if w.WriteByte(reply) != nil || w.Flush() != nil {
-			d.probes.Hit(contract.ProbeDecodeKVReplyFailed)
+			d.mu.Lock()
+			d.core.OnKVReplyFailed(time.Now(), rank, m.room)
+			d.mu.Unlock()
 			return
 		}
 	}
-}
-
-// refuseKV counts a KV message refused as malformed; the connection it
-// came on is dropped after it.
-func (d *Decode) refuseKV(rank int, room uint64, why string) {
-	d.mu.Lock()
-	d.core.RefuseKV(time.Now(), rank, room, why)
-	d.mu.Unlock()
 }
 
 // resolve finds prefill's control socket per rank through its bootstrap

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"fmt"
 	"math"
+	"net/url"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -18,9 +20,14 @@ const strangerEvery = 10 * time.Millisecond
 // reach decode on connections of their own, so no link fault touches them.
 func (s *run) startStrangers() {
 	var next func()
+	first := true
 	next = func() {
 		if s.now >= s.loadEnd {
 			return
+		}
+		if first {
+			first = false
+			s.strangeOpening()
 		}
 		s.stranger()
 		s.after(s.exp(strangerEvery), "stranger", next)
@@ -62,6 +69,62 @@ func (s *run) stranger() {
 			}
 		}
 	}
+}
+
+// strangeOpening is what a stranger sends once, at its first turn, as the
+// gate's hostile peers do live: route lookups for a prefill rank that does
+// not exist, a KV message for another rank, one cut off mid-frame, and a
+// chunk for a room decode does not hold on a connection the stranger
+// resets before the write's completion comes back. Decode refuses each
+// before anything is written. It draws nothing, so the rest of the run is
+// what it would be without it.
+func (s *run) strangeOpening() {
+	if !s.dDown && !s.frozen("decode") {
+		now := s.wall()
+		room := uint64(1)<<62 | s.seed&0xffff // no room the router draws is held twice; this one decode never saw
+		s.d.AdmitKVRank(now, 0, s.cfg.TP, room)
+		s.tracef("stranger", "kv message for rank %d on rank 0's listener", s.cfg.TP)
+		s.d.OnKVUnreadable(now, 0, 0, "read kv message: unexpected EOF (the stranger cut it mid-frame)")
+		s.tracef("stranger", "kv message cut mid-frame")
+		a := s.d.Config().Agents[0]
+		agent := "stranger" // NIXL: a name decode never gave out
+		if s.cfg.Wire == contract.WireMooncake {
+			agent = s.wire.KVTarget(a.Name, a.KVBase) // Mooncake: decode's own buffers
+		}
+		if s.d.AdmitKV(now, 0, room, 0, agent) {
+			s.d.OnChunk(now, 0, room, 0, false, nil, 0, nil)
+		}
+		s.d.OnKVReplyFailed(now, 0, room)
+		s.tracef("stranger", "chunk for room %d, connection reset before its completion", room)
+		s.kick(&s.dSched)
+	}
+	s.strangeRoutes()
+}
+
+// strangeRoutes asks prefill's bootstrap server, once in each SGLang
+// era's query, for a rank past its last (a decode set up for another TP
+// size, or a peer that is not decode): prefill refuses each (core's
+// RouteRank).
+func (s *run) strangeRoutes() {
+	if s.pDown || s.frozen("prefill") {
+		return
+	}
+	for _, d := range contract.RouteDialects() {
+		q, err := contract.ParseRouteQuery(mustQuery(d.Query(contract.RouteRank{TP: s.cfg.TP})))
+		if err != nil {
+			panic(fmt.Sprintf("sim: the %s route query does not parse: %v", d.Name, err))
+		}
+		_, ok := s.p.RouteRank(q)
+		s.tracef("stranger", "route lookup (%s) for prefill rank %d: found %v", d.Name, s.cfg.TP, ok)
+	}
+}
+
+func mustQuery(raw string) url.Values {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		panic(fmt.Sprintf("sim: route query %q: %v", raw, err))
+	}
+	return q
 }
 
 // strangeChunk lands a stranger's chunk on decode's rank 0, addressed to

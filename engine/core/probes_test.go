@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -237,6 +238,46 @@ func heartbeatsLost(r *rig) {
 	r.finish()
 }
 
+// strangers: what a peer that is not the engine sends reaches the core's
+// refusals: a route lookup for a rank prefill lacks (and for one it has,
+// which moves nothing), a KV message for rank 1 on rank 0's listener, one
+// cut mid-frame, and a completion decode cannot send back. A request in
+// flight meanwhile still gets its exact answer.
+func strangers(r *rig) {
+	r.add("s", 75, prompt(75, 80), 4)
+	r.stepD()
+	for _, d := range contract.RouteDialects() {
+		for rank, want := range []bool{true, true, false} {
+			q, err := contract.ParseRouteQuery(mustParseQuery(r.t, d.Query(contract.RouteRank{TP: rank})))
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			if got, ok := r.p.RouteRank(q); ok != want || ok && got != rank {
+				r.t.Errorf("%s: route to rank %d: %d, %v", d.Name, rank, got, ok)
+			}
+		}
+	}
+	if !r.d.AdmitKVRank(r.now, 0, 0, 75) || !r.d.AdmitKVRank(r.now, 1, 1, 75) {
+		r.t.Error("a KV listener refused a message for its own rank")
+	}
+	if r.d.AdmitKVRank(r.now, 0, 1, 75) {
+		r.t.Error("a KV message for rank 1 was admitted on rank 0's listener")
+	}
+	r.d.OnKVUnreadable(r.now, 0, 75, "cut mid-frame")
+	r.d.OnKVReplyFailed(r.now, 1, 75)
+	r.finish()
+	r.checkAnswer("s")
+}
+
+func mustParseQuery(t *testing.T, raw string) url.Values {
+	t.Helper()
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
 // mooncakeSuccessAfterAbort: on Mooncake, decode gives a room up (its
 // client left) after prefill's last write, before prefill's Success status
 // arrives; the late Success is ignored.
@@ -374,6 +415,7 @@ func probeCases() []probeCase {
 			"prefill/abort-endpoint", "decode/abort-endpoint", "prefill/local-abort", "decode/abort"}},
 		{"mooncake-held-transfer-info", rigOpts{wire: contract.WireMooncake}, mooncakeHeldTransferInfo, []string{"prefill/metadata-from-predecessor", "prefill/decode-restarted"}},
 		{"mooncake-success-after-abort", rigOpts{wire: contract.WireMooncake}, mooncakeSuccessAfterAbort, []string{"decode/success-notice-inactive"}},
+		{"strangers", rigOpts{ranks: 2}, strangers, []string{"prefill/route-unknown-rank", "decode/kv-wrong-rank", "decode/kv-read-error", "decode/kv-reply-failed"}},
 		{"heartbeats-lost", rigOpts{}, heartbeatsLost, []string{"decode/heartbeat-miss", "decode/prefill-lost", "decode/prefill-lost-room"}},
 		{"router-legs", rigOpts{}, routerLegs, []string{"router/prefill-failed", "router/prefill-refused", "router/decode-refused",
 			"router/decode-failed", "router/decode-error-status", "router/upstream-error", "router/bad-event", "router/stream-ended-early",
