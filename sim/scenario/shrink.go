@@ -17,6 +17,13 @@ type Size struct {
 	Duration                 time.Duration
 }
 
+// larger reports whether s is bigger than o in any dimension: a step that
+// grows one (fewer agents that send more requests between them, say) is
+// not a reduction, however it fails.
+func (s Size) larger(o Size) bool {
+	return s.Requests > o.Requests || s.Faults > o.Faults || s.Agents > o.Agents || s.Duration > o.Duration
+}
+
 func (s Size) String() string {
 	return fmt.Sprintf("%d requests, %d fault entries, %d agents, %v", s.Requests, s.Faults, s.Agents, s.Duration)
 }
@@ -33,8 +40,9 @@ type Shrunk struct {
 // Shrink reduces sc, greedily and deterministically, while checker still
 // fails on seed: it drops fault entries, halves agents, duration, prompt
 // and answer lengths and turns, and switches cancels, kills and
-// sub-requests off, keeping each step only if the replay still fails the
-// same checker. The agents preset is resolved into explicit options first
+// sub-requests off, and lengthens the agents' think time, keeping each
+// step only if the replay still fails the same checker and no dimension
+// of the run (requests made, fault entries, agents, duration) grew. The agents preset is resolved into explicit options first
 // (a preset field cannot be overridden to zero). The result is a scenario
 // file `pdchaos sim` and `pdchaos run` accept, with Seed set to seed.
 func Shrink(ctx context.Context, sc *harness.Scenario, seed uint64, checker string) (Shrunk, error) {
@@ -80,7 +88,7 @@ func Shrink(ctx context.Context, sc *harness.Scenario, seed uint64, checker stri
 			if next.Validate() != nil {
 				continue
 			}
-			if ok, s := fails(&next); ok {
+			if ok, s := fails(&next); ok && !s.larger(size) {
 				cur, size, changed = next, s, true
 			}
 		}
@@ -129,6 +137,16 @@ func steps(c *harness.Scenario) []func(*harness.Scenario) bool {
 		halve(func(s *harness.Scenario) *int { return &opt(s).ToolOutputWords }, 8),
 		halve(func(s *harness.Scenario) *int { return &opt(s).TurnsPerSession }, 1),
 		halve(func(s *harness.Scenario) *int { return &opt(s).MaxTokens }, 2),
+		// Longer pauses between an agent's turns: fewer requests in the
+		// same schedule.
+		func(s *harness.Scenario) bool {
+			t := &opt(s).ThinkTime
+			if *t >= s.Duration/2 {
+				return false
+			}
+			*t = max(2**t, 50*time.Millisecond)
+			return true
+		},
 		func(s *harness.Scenario) bool { return zero(&opt(s).SubRequestRate) },
 		func(s *harness.Scenario) bool { return zero(&opt(s).CancelDecodeRate) },
 		func(s *harness.Scenario) bool { return zero(&opt(s).CancelQueuedRate) },
