@@ -483,6 +483,11 @@ func (p *Prefill) kvConn(conns map[string]*kvConn, key string) (*kvConn, error) 
 	}
 	p.dropKV(conns, key)
 	addr, _, _ := strings.Cut(key, "#")
+	if addr == "" {
+		// A real NIXL decode registers NIXL agent metadata, not a pdchaos
+		// KV listener: there is nowhere this prefill can write its KV.
+		return nil, errors.New("decode registered no pdchaos KV address (its NIXL agent metadata is not kv=HOST:PORT): this prefill cannot write its KV")
+	}
 	target, gen := p.links.resolve(addr)
 	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
 	defer cancel()

@@ -308,11 +308,12 @@ func malformedFrames(w contract.Wire) []framesCase {
 	return append(shared, []framesCase{
 		{"metadata-bad-room", meta(set(1, "12x"))},
 		{"metadata-bad-aux", meta(set(6, ""))},
-		{"metadata-9-frames", meta(cut(9))},
+		{"metadata-7-frames", meta(cut(7))},
 		{"metadata-odd-pages", meta(set(5, "\x01\x02\x03"))},
 		{"metadata-unknown-agent", meta(set(4, "nobody"))},
 		{"registration-bad-port", reg(set(3, "p"))},
-		{"registration-no-kv", reg(set(5, "x"))},
+		{"registration-bad-tp", reg(set(10, "x"))},
+		{"registration-12-frames-with-state", reg(cut(12))},
 		{"registration-5-frames", reg(cut(5))},
 		{"mooncake-registration", dialectOf(contract.WireMooncake).Registration(Registration{DecodeIP: "10.0.0.2", DecodePort: 1, KVAddr: "10.0.0.2:1", AgentName: "10.0.0.2:1"})},
 	}...)

@@ -171,9 +171,20 @@ func nixlControl(f [][]byte) (Control, error) {
 	return Control{Kind: MsgMetadata, Metadata: m}, err
 }
 
+// nixlRegistration reads a NIXL registration of any SGLang era: after
+// GUARD, None, ip, port, agent_name, agent_metadata, kv_ptrs and aux_ptrs,
+// the v0.4-era layout (12 frames) has gpu_id, tp_size, tp_rank,
+// kv_item_len; since state_ptrs came in (main@2026, about 20 frames) it is
+// state_ptrs, gpu_id, attn_tp_size, engine_rank, kv_item_len, … with
+// dst_num_slots at 17. The two are told apart by frame 8, gpu_id (a
+// decimal) or state_ptrs (a binary list, empty without state). The agent
+// metadata of a pdchaos decode is "kv=HOST:PORT", its KV listener; a real
+// NIXL decode's is an opaque blob the bundled prefill cannot write to, so
+// it registers with no KV address and its rooms fail at their first write
+// (decode gets a Failed status) instead of its registration being refused.
 func nixlRegistration(f [][]byte) (Registration, error) {
-	if len(f) < 18 {
-		return Registration{}, fmt.Errorf("%w: registration has %d frames, want 20", ErrMalformed, len(f))
+	if len(f) < 12 {
+		return Registration{}, fmt.Errorf("%w: registration has %d frames, want at least 12", ErrMalformed, len(f))
 	}
 	var r Registration
 	var err error
@@ -182,26 +193,36 @@ func nixlRegistration(f [][]byte) (Registration, error) {
 		return r, err
 	}
 	r.AgentName = string(f[4])
-	meta, ok := strings.CutPrefix(string(f[5]), "kv=")
-	if !ok {
-		return r, fmt.Errorf("%w: registration agent_metadata %q lacks kv=ADDR", ErrMalformed, f[5])
+	if meta, ok := strings.CutPrefix(string(f[5]), "kv="); ok {
+		r.KVAddr = meta
 	}
-	r.KVAddr = meta
-	if r.DecodeTP, err = atonat(f[10], "decode tp size"); err != nil {
+	tp, withState := 10, true
+	if _, err := atonat(f[8], "gpu_id"); err == nil {
+		tp, withState = 9, false
+	} else if len(f) < 13 {
+		return r, fmt.Errorf("%w: registration has %d frames with state_ptrs, want at least 13", ErrMalformed, len(f))
+	}
+	if r.DecodeTP, err = atonat(f[tp], "decode tp size"); err != nil {
 		return r, err
 	}
-	if r.DecodeRank, err = atonat(f[11], "decode tp rank"); err != nil {
+	if r.DecodeRank, err = atonat(f[tp+1], "decode tp rank"); err != nil {
 		return r, err
 	}
-	if r.DstNumSlots, err = atonat(f[17], "dst_num_slots"); err != nil {
-		return r, err
+	if withState && len(f) > 17 && len(f[17]) > 0 {
+		if r.DstNumSlots, err = atonat(f[17], "dst_num_slots"); err != nil {
+			return r, err
+		}
 	}
 	return r, nil
 }
 
+// nixlMetadata reads a NIXL TransferInfo of 8 frames (GUARD, room, ip,
+// port, agent_name, kv_indices, aux_index, required_dst_info_num: the
+// layout before state) to 10 (main@2026 adds state_indices and
+// decode_prefix_len), ignoring any beyond.
 func nixlMetadata(f [][]byte) (Metadata, error) {
-	if len(f) < 10 {
-		return Metadata{}, fmt.Errorf("%w: metadata has %d frames, want 10", ErrMalformed, len(f))
+	if len(f) < 8 {
+		return Metadata{}, fmt.Errorf("%w: metadata has %d frames, want 8 to 10", ErrMalformed, len(f))
 	}
 	var m Metadata
 	var err error
@@ -222,8 +243,10 @@ func nixlMetadata(f [][]byte) (Metadata, error) {
 	if m.RequiredDst, err = atoi(f[7], "required_dst_info_num"); err != nil {
 		return m, err
 	}
-	if m.PrefixLen, err = atoi(f[9], "decode_prefix_len"); err != nil {
-		return m, err
+	if len(f) > 9 {
+		if m.PrefixLen, err = atoi(f[9], "decode_prefix_len"); err != nil {
+			return m, err
+		}
 	}
 	return m, nil
 }

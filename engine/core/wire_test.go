@@ -139,6 +139,44 @@ func TestDialectAcceptsPeerVariants(t *testing.T) {
 	}
 }
 
+// A real SGLang NIXL decode's messages are taken in every era's layout:
+// the registration before state_ptrs (12 frames: gpu_id at 8) and since
+// (TP size at 10, dst_num_slots optional), with NIXL's opaque agent
+// metadata instead of a pdchaos KV address (registered with none, so its
+// rooms fail at their first write rather than the registration being
+// refused), and the 8-frame TransferInfo before state_indices.
+func TestNIXLAcceptsRealDecodeLayouts(t *testing.T) {
+	t.Parallel()
+	nixl := dialectOf(contract.WireNIXL)
+	blob := "\x00\x01nixl-agent-metadata"
+	ptrs := string(make([]byte, 16))
+	for _, tc := range []struct {
+		name     string
+		f        [][]byte
+		tp, rank int
+	}{
+		{"before state (12 frames)", frames(Guard, TagNone, "10.0.0.2", "9100", "agent-a", blob, ptrs, ptrs, "3", "4", "2", "4096"), 4, 2},
+		{"with state (13 frames)", frames(Guard, TagNone, "10.0.0.2", "9100", "agent-a", blob, ptrs, ptrs, "", "3", "4", "2", "4096"), 4, 2},
+	} {
+		c, err := nixl.ParseControl(tc.f)
+		want := Registration{DecodeIP: "10.0.0.2", DecodePort: 9100, AgentName: "agent-a", DecodeTP: tc.tp, DecodeRank: tc.rank}
+		if err != nil || c.Kind != MsgRegistration || c.Registration != want {
+			t.Errorf("%s: %+v %v, want %+v", tc.name, c.Registration, err, want)
+		}
+	}
+	full := nixl.Metadata(Metadata{Room: 5, DecodeIP: "10.0.0.2", DecodePort: 9100, AgentName: "agent-a", Pages: []uint32{1, 2}, AuxIndex: 3, RequiredDst: 1, PrefixLen: 4})
+	for _, k := range []int{8, 9, 10} {
+		c, err := nixl.ParseControl(full[:k])
+		wantPrefix := 4
+		if k < 10 {
+			wantPrefix = 0
+		}
+		if err != nil || c.Kind != MsgMetadata || c.Metadata.Room != 5 || len(c.Metadata.Pages) != 2 || c.Metadata.AuxIndex != 3 || c.Metadata.PrefixLen != wantPrefix {
+			t.Errorf("nixl TransferInfo of %d frames: %+v %v", k, c.Metadata, err)
+		}
+	}
+}
+
 // Each dialect refuses the other's layouts: both sides must speak one.
 func TestDialectsDoNotMix(t *testing.T) {
 	t.Parallel()
