@@ -37,6 +37,14 @@ const (
 	MaxKVPages   = 1 << 20
 )
 
+// KVMessageLen is the wire length of a KV message with pages pages, a
+// payload of payload bytes and an agent name of agent bytes, as the format
+// above lays it out (an aux message has none of the first two): what a
+// byte-counting fault on the link sees of it.
+func KVMessageLen(pages, payload, agent int) int {
+	return KVHeaderLen + 4*pages + 4 + payload + 2 + agent
+}
+
 // ErrKVMalformed marks a KV message that breaks the wire format: an
 // unknown kind or a count over its limit. The stream cannot be resynced
 // after one.

@@ -211,7 +211,7 @@ func (s *run) prefillOut() {
 			s.tracef("net", "LOST %s %s: decode's process is down", kind, s.framesDesc(frames))
 			continue
 		}
-		m := &msg{kind: kind, room: room, desc: s.framesDesc(frames), frames: frames}
+		m := &msg{kind: kind, room: room, desc: s.framesDesc(frames), frames: frames, size: zmtpLen(frames)}
 		inc := s.dInc
 		m.deliver = func() {
 			if s.dDown || s.dInc != inc {
@@ -359,7 +359,18 @@ func (s *run) postKV(wk *worker, kind string, c *core.Chunk, name, back string, 
 		desc = fmt.Sprintf("room=%d chunk=%d", c.Room, c.ID)
 	}
 	inc := s.dInc
-	s.transmit(name, &msg{kind: kind, room: c.Room, desc: desc, deliver: func() {
+	size := contract.KVMessageLen(0, 0, len(c.Agent))
+	if kind == "chunk" {
+		size = contract.KVMessageLen(len(c.Pages), len(c.Payload), len(c.Agent))
+	}
+	cut := func() {
+		// Decode's KV reader sees the message end mid-frame and drops
+		// the connection, as the live listener does.
+		if s.dInc == inc && !s.dDown {
+			s.d.OnKVUnreadable(s.wall(), c.Rank, c.Room, fmt.Sprintf("read kv %s: unexpected EOF (the connection closed mid-frame)", kind))
+		}
+	}
+	s.transmit(name, &msg{kind: kind, room: c.Room, desc: desc, size: size, cut: cut, deliver: func() {
 		if s.dInc != inc {
 			s.pprobes.Hit(contract.ProbePrefillKVReadFailed)
 			s.after(s.baseLatency(), wk.name, func() { end(errors.New("read kv reply: connection reset (decode's process died)")) })
@@ -514,7 +525,7 @@ func (s *run) sendControl(rank int, frames [][]byte) {
 		s.sendControl(rank, s.d.Registration(rank, bootstrapAddr))
 	}
 	b := s.boot[rank]
-	m := &msg{kind: kind, room: room, desc: s.framesDesc(frames), frames: frames}
+	m := &msg{kind: kind, room: room, desc: s.framesDesc(frames), frames: frames, size: zmtpLen(frames)}
 	inc := s.pInc
 	m.deliver = func() {
 		if s.pDown || s.pInc != inc {

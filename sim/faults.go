@@ -48,6 +48,10 @@ type Fault struct {
 	// Restart is sigkill's: the process comes back at once (after its
 	// start-up time) instead of at heal.
 	Restart bool
+	// RateKB is bandwidth's rate (KB/s per connection); Bytes is
+	// limit-data's budget per connection; AverageSize is slicer's slice
+	// (its pause between slices is Delay).
+	RateKB, Bytes, AverageSize int
 }
 
 // Modelled lists the fault kinds the simulator carries out. A scenario
@@ -55,7 +59,7 @@ type Fault struct {
 func Modelled() []string {
 	return []string{"pause-transfer-workers", "pause-transfer-writes", "stall-bootstrap-loop", "stall-scheduler",
 		"delay-messages", "abort-before-metadata", "hold-messages", "drop-messages", "duplicate-messages",
-		"latency", "reset-peer", "link-down", "timeout", "sigstop", "sigkill", "kv-chunks", "corrupt-messages"}
+		"latency", "reset-peer", "link-down", "timeout", "bandwidth", "slicer", "limit-data", "sigstop", "sigkill", "kv-chunks", "corrupt-messages"}
 }
 
 // layerOf is the catalogue layer of a modelled kind, for fault records.
@@ -63,7 +67,7 @@ func layerOf(kind string) faults.Layer {
 	switch kind {
 	case "pause-transfer-workers", "pause-transfer-writes", "stall-bootstrap-loop", "stall-scheduler":
 		return faults.LayerEngine
-	case "latency", "reset-peer", "link-down", "timeout":
+	case "latency", "reset-peer", "link-down", "timeout", "bandwidth", "slicer", "limit-data":
 		return faults.LayerNetwork
 	case "sigstop", "sigkill":
 		return faults.LayerProcess
@@ -85,6 +89,14 @@ func (f Fault) validate() error {
 	if isLinkKind(f.Kind) && f.Link == "" {
 		return fmt.Errorf("fault %s: link is required", f.Kind)
 	}
+	switch {
+	case f.Kind == "bandwidth" && f.RateKB <= 0:
+		return fmt.Errorf("fault bandwidth: rate %d KB/s must be > 0", f.RateKB)
+	case f.Kind == "limit-data" && f.Bytes <= 0:
+		return fmt.Errorf("fault limit-data: bytes %d must be > 0", f.Bytes)
+	case f.Kind == "slicer" && f.AverageSize <= 0:
+		return fmt.Errorf("fault slicer: average_size %d must be > 0", f.AverageSize)
+	}
 	return nil
 }
 
@@ -102,6 +114,9 @@ type window struct {
 	used       int   // drops or duplicates spent against Limit
 	held       []*held
 	healed     time.Duration
+	// sent counts limit-data's bytes per connection since the window
+	// opened; a connection it closed starts again from zero.
+	sent map[string]int
 }
 
 func (wn *window) name() string {

@@ -14,6 +14,9 @@ import (
 type link struct {
 	name string
 	last time.Duration // arrival of the latest in-order message
+	// free is when a bandwidth window lets the connection's next bytes
+	// out: messages queue behind each other's transmission.
+	free time.Duration
 }
 
 // msg is one message in flight.
@@ -28,6 +31,12 @@ type msg struct {
 	// frames are a control message's frames, which deliver hands on: a
 	// corrupt-messages fault replaces them.
 	frames [][]byte
+	// size is the message's bytes on the wire, for the faults that count
+	// or pace bytes (bandwidth, slicer, limit-data); 0: they pass it.
+	size int
+	// cut, when set, is what the receiver sees of a message a connection
+	// closed part-way through (limit-data): a frame that ends early.
+	cut func()
 }
 
 // held is a message a hold fault keeps back.
@@ -62,7 +71,7 @@ func (s *run) link(name string) *link {
 func (s *run) transmit(conn string, m *msg) {
 	l := s.link(conn)
 	name, _, _ := strings.Cut(conn, "#")
-	lost, dup, fifo := false, false, true
+	lost, cut, dup, fifo := false, false, false, true
 	var extra time.Duration
 	for _, wn := range s.windows {
 		if !wn.active || wn.f.Link != name {
@@ -75,6 +84,38 @@ func (s *run) transmit(conn string, m *msg) {
 		case "latency":
 			extra += wn.f.Delay
 			wn.affected++
+		case "bandwidth":
+			// The connection sends RateKB KB/s: the message leaves once
+			// the ones before it have, and takes its size's worth.
+			if m.size > 0 {
+				tx := time.Duration(int64(m.size) * int64(time.Second) / (int64(wn.f.RateKB) * 1024))
+				l.free = max(l.free, s.now+extra) + tx
+				extra = l.free - s.now
+				wn.affected++
+			}
+		case "slicer":
+			// Written in slices of AverageSize bytes, Delay apart; the
+			// receiver reassembles the frame, so only the time shows.
+			if n := (m.size + wn.f.AverageSize - 1) / wn.f.AverageSize; n > 1 {
+				extra += time.Duration(n-1) * wn.f.Delay
+				wn.affected++
+			}
+		case "limit-data":
+			// Each connection carries Bytes, then the proxy closes it: the
+			// message that crosses the budget is cut where it did, and
+			// the sender's next message goes on a new connection.
+			if m.size > 0 {
+				if wn.sent == nil {
+					wn.sent = map[string]int{}
+				}
+				if got := wn.sent[conn]; got+m.size > wn.f.Bytes {
+					delete(wn.sent, conn)
+					lost, cut = true, got < wn.f.Bytes
+					wn.affected++
+				} else {
+					wn.sent[conn] = got + m.size
+				}
+			}
 		case "delay-messages":
 			if wn.matchesKind(m.kind) {
 				extra += s.between(wn.f.Min, wn.f.Max)
@@ -147,6 +188,9 @@ func (s *run) transmit(conn string, m *msg) {
 	if lost {
 		s.tracef("net", "LOST %s %s on %s", m.kind, m.desc, name)
 		s.lostOn(name)
+		if cut && m.cut != nil {
+			s.after(s.baseLatency()+extra, l.name, m.cut)
+		}
 		if m.lost != nil {
 			m.lost()
 		}
@@ -306,6 +350,19 @@ func (s *run) noticeKind(frames [][]byte) (string, uint64) {
 		return "ack", n.Room
 	}
 	return "status", n.Room
+}
+
+// zmtpLen is a multipart message's bytes on a ZMTP connection: each
+// frame's body and its header (short up to 255 bytes, long above).
+func zmtpLen(frames [][]byte) int {
+	n := 0
+	for _, f := range frames {
+		n += len(f) + 2
+		if len(f) > 255 {
+			n += 7
+		}
+	}
+	return n
 }
 
 func framesString(f [][]byte) string {

@@ -6,6 +6,7 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pdchaos/pdchaos/faults/catalog"
@@ -27,6 +28,19 @@ func (s Skipped) String() string {
 		return fmt.Sprintf("%s: %s", s.Kind, s.Reason)
 	}
 	return fmt.Sprintf("faults[%d] %s: %s", s.Index, s.Kind, s.Reason)
+}
+
+// simulatedLink reports whether link is one the simulator carries as
+// connections: decode's control messages, prefill's notices and the KV
+// writes. The router's hops and the bootstrap server's HTTP are calls in
+// the simulator, not streams a network fault could throttle or cut.
+func simulatedLink(link string) bool {
+	for _, p := range []string{"control/", "notify/", "kv/"} {
+		if strings.HasPrefix(link, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Config converts sc. Fault kinds the simulator does not model are left
@@ -70,7 +84,8 @@ func Config(sc *harness.Scenario) (sim.Config, []Skipped, error) {
 			KeepOrder: v.Bool("keep_order"), MaxHold: v.Duration("max_hold"), AfterMessages: v.Int("after_messages"), Limit: v.Int("limit"),
 			Role: v.String("role"), Rank: -1, Worker: -1,
 			DropPct: v.Int("drop_pct"), ReorderPct: v.Int("reorder_pct"), DelayPct: v.Int("delay_pct"), AfterChunks: v.Int("after_chunks"),
-			MinDelay: v.Duration("min_delay"), MaxDelay: v.Duration("max_delay"), Mode: v.String("mode"), Restart: v.Bool("restart")}
+			MinDelay: v.Duration("min_delay"), MaxDelay: v.Duration("max_delay"), Mode: v.String("mode"), Restart: v.Bool("restart"),
+			RateKB: v.Int("rate"), Bytes: v.Int("bytes"), AverageSize: v.Int("average_size")}
 		if _, has := k.Param("rank"); has {
 			f.Rank = v.Int("rank")
 		}
@@ -84,8 +99,8 @@ func Config(sc *harness.Scenario) (sim.Config, []Skipped, error) {
 		case (fs.Kind == "pause-transfer-workers" || fs.Kind == "pause-transfer-writes") && f.Role == "decode":
 			skipped = append(skipped, Skipped{i, fs.Kind, "decode has no transfer workers to pause"})
 			continue
-		case (fs.Kind == "reset-peer" || fs.Kind == "link-down" || fs.Kind == "timeout") && !strings.HasPrefix(f.Link, "control/") && !strings.HasPrefix(f.Link, "kv/"):
-			skipped = append(skipped, Skipped{i, fs.Kind, "only control/N and kv/N connections can be cut in the simulator"})
+		case slices.Contains([]string{"reset-peer", "link-down", "timeout", "bandwidth", "slicer", "limit-data"}, fs.Kind) && !simulatedLink(f.Link):
+			skipped = append(skipped, Skipped{i, fs.Kind, "only the control/N, notify/N and kv/N links are simulated connections"})
 			continue
 		case fs.Kind == "kv-chunks" && !strings.HasPrefix(f.Link, "kv/"):
 			skipped = append(skipped, Skipped{i, fs.Kind, "kv-chunks acts on kv/N links only"})

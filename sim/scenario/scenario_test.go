@@ -601,3 +601,38 @@ func TestSwarmNotifyFaultsAndRetryDelays(t *testing.T) {
 		t.Errorf("%d of 60 room-retries swarm seeds back off before retrying, want about half", delayed)
 	}
 }
+
+// The network faults that pace or count a connection's bytes are
+// simulated: kv-link-faults and kv-link-slow skip nothing; limit-data cuts
+// a KV write mid-frame (decode drops the broken frame, prefill's write
+// fails) and bandwidth and slicer slow every write they meet; each window
+// takes effect, and the fixed engine passes.
+func TestByteFaultsSimulated(t *testing.T) {
+	t.Parallel()
+	effective := func(r sim.Result, prefix string) (windows, eff int) {
+		for _, ev := range r.Events {
+			if ev.Fault != nil && strings.HasPrefix(ev.Fault.Fault, prefix) {
+				windows++
+				if ev.Fault.Evidence.Effective {
+					eff++
+				}
+			}
+		}
+		return windows, eff
+	}
+	r := passesFixed(t, "kv-link-faults", 2, 0, sim.Options{Events: true})
+	if w, e := effective(r, "limit-data@"); w != 1 || e != 1 {
+		t.Errorf("kv-link-faults: limit-data windows %d, effective %d; want 1 and 1", w, e)
+	}
+	for _, p := range []contract.ProbeID{contract.ProbeDecodeKVReadError, contract.ProbePrefillKVReadFailed} {
+		if r.Probes[p.String()] == 0 {
+			t.Errorf("kv-link-faults: a write limit-data cut mid-frame did not reach %s", p)
+		}
+	}
+	r = passesFixed(t, "kv-link-slow", 2, 0, sim.Options{Events: true})
+	for _, k := range []string{"bandwidth@", "slicer@"} {
+		if w, e := effective(r, k); w != 1 || e != 1 {
+			t.Errorf("kv-link-slow: %s windows %d, effective %d; want 1 and 1", k, w, e)
+		}
+	}
+}
