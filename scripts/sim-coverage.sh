@@ -5,7 +5,7 @@
 # draws; every regression runs in each preset that catches it (the
 # catalogue's caught-by and also-caught-by), plain and swarm; and the two
 # regression branches the gate reaches in other presets (regressionBranches
-# in suites/gate/sim_test.go) run over 100 swarm seeds. Prints, per probe,
+# in suites/gate/sim_test.go) run as the gate runs them. Prints, per probe,
 # the seeds that hit it summed over the sweeps and how many sweeps did, the
 # least hit first, and fails when a probe in engine/core (the code the
 # simulator runs) is hit by none, or when a sweep of the fixed engine has a
@@ -34,7 +34,7 @@ while read -r scenario reg; do
 	sweep "$reg@$scenario+swarm" "$scenario" --seeds "1..$n" --regression "$reg" --swarm
 done < <("$bin" engine --regression list | sed -n 's/.*caught by: pdchaos run \([^ ]*\) --regression \([^ ]*\) .*/\1 \2/p' | sort -u)
 sweep "unknown-room-waiting@room-retries+swarm" room-retries --seeds 1..100 --regression unknown-room-waiting --swarm
-sweep "bootstrap-thread-death@corrupt-control-messages+swarm" corrupt-control-messages --seeds 1..100 --regression bootstrap-thread-death --swarm
+sweep "bootstrap-thread-death@corrupt-control-messages+quiet" corrupt-control-messages --seeds 1..20 --regression bootstrap-thread-death --quiet-clients
 
 # The listing marks a probe whose every site is outside engine/core "(I/O layer ...)".
 awk '

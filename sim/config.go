@@ -94,6 +94,17 @@ type Clients struct {
 	KillAllEvery      time.Duration
 }
 
+// Quiet switches off everything in the clients that sends an ABORT
+// (cancels, client deadlines, kills, /abort_request), and so their
+// retries: the only ABORTs left are the engine's own, from its deadlines.
+// An exploration uses it where the first ABORT would end the ordering it
+// is after (bootstrap-thread-death's loop dies on an ABORT before a
+// corrupted message can reach it).
+func (c *Clients) Quiet() {
+	c.CancelQueuedRate, c.CancelDecodeRate, c.DeadlineRate, c.AbortRequestRate = 0, 0, 0, 0
+	c.KillEvery, c.KillAllAt, c.KillAllEvery = 0, nil, 0
+}
+
 func (c Clients) withDefaults() Clients {
 	def := func(v *int, d int) {
 		if *v <= 0 {

@@ -17,6 +17,11 @@ const swarmStream = 0x737761726d // "swarm"
 // from swarmStream so the draws made before it came stay as they were.
 const notifyStream = 0x6e6f74696679 // "notify"
 
+// bytesStream draws the faults that pace or count a connection's bytes
+// (bandwidth, slicer, limit-data), apart from the others for the same
+// reason.
+const bytesStream = 0x6279746573 // "bytes"
+
 // Swarm returns cfg with a fault mix and client policy drawn from seed, as
 // FoundationDB's and TigerBeetle's swarm testing do: each fault kind of a
 // palette is switched on with probability 1/3, with drawn parameters and
@@ -241,6 +246,46 @@ func Swarm(cfg Config, seed uint64) (Config, string) {
 			c.RetryDelay = d(0, e.WaitingTimeout+e.AckTimeout)
 			retry = fmt.Sprintf(", retry delay up to %v", c.RetryDelay.Round(time.Millisecond))
 		}
+	}
+	// Last of all, from a stream of their own: the faults that pace or
+	// count a connection's bytes, each on with probability 1/3 on a link
+	// drawn among those that carry it (a KV write cut mid-frame, a
+	// registration or a notice cut with its connection, transfers slowed
+	// to a crawl), moved to rank 1 with the others at TP 2.
+	r3 := rand.New(rand.NewPCG(seed, bytesStream))
+	d3 := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r3.Int64N(int64(hi-lo)+1)) }
+	timing3 := func(f Fault, lo, hi time.Duration) Fault {
+		f.AtMin = d3(0, run/2)
+		f.ForMin, f.ForMax = lo, hi
+		if r3.IntN(2) == 0 {
+			f.Every = hi + d3(time.Second, 3*time.Second)
+		}
+		return f
+	}
+	for _, mk := range []func() Fault{
+		func() Fault {
+			return timing3(Fault{Kind: "bandwidth", Link: "kv/0", RateKB: 64 << r3.IntN(6)}, 300*time.Millisecond, 3*time.Second)
+		},
+		func() Fault {
+			return timing3(Fault{Kind: "slicer", Link: [2]string{"kv/0", ctl}[r3.IntN(2)], AverageSize: 16 << r3.IntN(5),
+				Delay: time.Duration(r3.IntN(200)) * time.Microsecond}, 300*time.Millisecond, 3*time.Second)
+		},
+		func() Fault {
+			return timing3(Fault{Kind: "limit-data", Link: [3]string{"kv/0", ctl, "notify/0"}[r3.IntN(3)], Bytes: 2000 + r3.IntN(48000)},
+				200*time.Millisecond, 2*time.Second)
+		},
+	} {
+		if r3.IntN(3) != 0 {
+			continue
+		}
+		f := mk()
+		if out.Engine.TP == 2 && r3.IntN(2) == 0 {
+			if kind, ok := strings.CutSuffix(f.Link, "/0"); ok {
+				f.Link = kind + "/1"
+			}
+		}
+		out.Faults = append(out.Faults, f)
+		drawn = append(drawn, f.Kind+"@"+f.Link)
 	}
 	return out, fmt.Sprintf("swarm seed %d: faults [%s], cancel rates queued %.2f decode %.2f deadline %.2f, kill every %v, deadlines %s, strangers %v%s%s%s",
 		seed, strings.Join(drawn, " "), c.CancelQueuedRate, c.CancelDecodeRate, c.DeadlineRate, c.KillEvery, deadlines, out.Strangers, tp, hang, retry)

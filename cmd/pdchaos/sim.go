@@ -27,7 +27,7 @@ import (
 func newSimCmd() *cobra.Command {
 	var seeds, regressions []string
 	var seed uint64
-	var trace, probes, first, swarm bool
+	var trace, probes, first, swarm, quiet bool
 	var workers int
 	var checker, shrinkTo string
 	var wire wireOverride
@@ -52,6 +52,9 @@ func newSimCmd() *cobra.Command {
 			cfg, skipped, err := simscenario.Config(sc)
 			if err != nil {
 				return &exitError{exitHarness, err}
+			}
+			if quiet {
+				cfg.Clients.Quiet()
 			}
 			out := cmd.OutOrStdout()
 			for _, s := range skipped {
@@ -112,6 +115,9 @@ func newSimCmd() *cobra.Command {
 				if swarm {
 					sw = " --swarm"
 				}
+				if quiet {
+					sw += " --quiet-clients"
+				}
 				fmt.Fprintf(out, "replay: pdchaos sim %s --seed %d --trace%s%s%s\n", args[0], sum.Failing[0].Seed, sw, regressionFlags(regressions), wire.flag())
 			}
 			if probes {
@@ -136,6 +142,7 @@ func newSimCmd() *cobra.Command {
 	fl.BoolVar(&trace, "trace", false, "with --seed: print the interleaving (actor steps, messages, faults)")
 	fl.BoolVar(&probes, "probes", false, "print code probe coverage")
 	fl.BoolVar(&swarm, "swarm", false, "swarm testing: each seed also draws which fault kinds (and cancel and kill policies) are on, half the seeds spread the deadlines apart, and a third add a stranger (a peer that is not the engine)")
+	fl.BoolVar(&quiet, "quiet-clients", false, "the clients never cancel, time out, die or call /abort_request (every ABORT is the engine's own): for orderings the first client ABORT would end")
 	fl.BoolVar(&first, "first", false, "stop at the first failing seed")
 	fl.StringVar(&shrinkTo, "shrink", "", "with --seed: shrink the failing run (fewer requests, faults, shorter) and write the minimal scenario file here")
 	fl.StringVar(&checker, "checker", "", "count a seed as failing only when this checker fails")
