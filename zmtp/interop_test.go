@@ -110,3 +110,41 @@ func TestInteropOurPushToPyzmqPull(t *testing.T) {
 	}
 	equalMsgs(t, got, want)
 }
+
+// libzmq heartbeats its peers (ZMTP 3.1 PING) where ZMQ_HEARTBEAT_IVL is
+// set, and drops one that does not answer PONG within its timeout. Our
+// PUSH, which never redials on its own, answers: the connection outlives
+// four heartbeat timeouts (forty pings) and then carries every message.
+func TestInteropOurPushAnswersPyzmqHeartbeats(t *testing.T) {
+	zmtptest.RequirePyZMQ(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const ivl = 50 * time.Millisecond // libzmq's timeout: ten intervals
+	want := interopMessages(20)
+	py, err := zmtptest.StartPyPullHeartbeat(ctx, len(want), ivl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	push, err := zmtp.Dial(ctx, py.Addr)
+	if err != nil {
+		cancel()
+		_, _ = py.Wait()
+		t.Fatal(err)
+	}
+	defer push.Close()
+	select {
+	case <-push.Dead():
+		t.Fatalf("libzmq dropped our PUSH while it heartbeat it: %v", push.Err())
+	case <-time.After(4 * 10 * ivl):
+	}
+	for _, m := range want {
+		if err := push.Send(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := py.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalMsgs(t, got, want)
+}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Python is the interpreter the interop tests use: the system one, which
@@ -51,12 +52,19 @@ print("sent", len(msgs), flush=True)
 
 // pullScript binds a pyzmq PULL on a random loopback port, prints the port,
 // then prints each of argv[1] received messages as a JSON list of hex frames.
+// With argv[2] > 0 it heartbeats its peers every that many milliseconds
+// (ZMQ_HEARTBEAT_IVL) and drops one that does not answer within ten.
 const pullScript = `
 import sys, json, zmq
 n = int(sys.argv[1])
+hb = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 ctx = zmq.Context()
 s = ctx.socket(zmq.PULL)
 s.setsockopt(zmq.RCVTIMEO, 30000)
+if hb:
+    s.setsockopt(zmq.HEARTBEAT_IVL, hb)
+    s.setsockopt(zmq.HEARTBEAT_TIMEOUT, 10 * hb)
+    s.setsockopt(zmq.HEARTBEAT_TTL, 10 * hb)
 port = s.bind_to_random_port("tcp://127.0.0.1")
 print(port, flush=True)
 for _ in range(n):
@@ -99,8 +107,12 @@ type PyPull struct {
 
 // StartPyPull starts a pyzmq PULL that will receive n messages. The caller
 // must call Wait (or cancel ctx and then Wait) to reap the process.
-func StartPyPull(ctx context.Context, n int) (*PyPull, error) {
-	cmd := exec.CommandContext(ctx, Python, "-c", pullScript, fmt.Sprint(n))
+func StartPyPull(ctx context.Context, n int) (*PyPull, error) { return StartPyPullHeartbeat(ctx, n, 0) }
+
+// StartPyPullHeartbeat is StartPyPull with libzmq's ZMTP heartbeats on
+// (every ivl, a peer silent for ten dropped); 0 is off.
+func StartPyPullHeartbeat(ctx context.Context, n int, ivl time.Duration) (*PyPull, error) {
+	cmd := exec.CommandContext(ctx, Python, "-c", pullScript, fmt.Sprint(n), fmt.Sprint(ivl.Milliseconds()))
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
