@@ -384,11 +384,18 @@ func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata) error {
 	// request's, and decode waits for its verdict, so it is answered below.
 	newerFailure := failed && failedAt.After(abortedAt)
 	if _, owned := p.byRoom[m.Room]; !owned && !r.status.Has(m.Room) && aborted && !newerFailure {
-		// Metadata for a room decode already aborted: keep nothing, or the
-		// room would be reopened just to be swept later.
+		// Metadata for a room decode aborted: keep nothing, or the room
+		// would be reopened just to be swept later. It is the aborted
+		// request's, late, or a new request's in the same room (a client
+		// retrying in its own room, its metadata ahead of the request);
+		// prefill fails such a request on the tombstone when it comes, so
+		// decode is told Failed now, as upstream answers a TransferInfo
+		// that meets a tombstone. A decode that no longer holds the room
+		// ignores it.
 		p.probes.Hit(contract.ProbePrefillMetadataAfterAbort)
 		delete(r.unnoticed, m.Room)
-		p.hist.Note(now, m.Room, "prefill", rank, "metadata-after-abort", "ignored: room aborted earlier")
+		p.out = append(p.out, Outbound{Rank: rank, To: notifyAddr(m), Frames: p.wire.Status(m.Room, Failed, rank, "room aborted earlier")})
+		p.hist.NoteEnded(now, m.Room, "prefill", rank, contract.RoomEventFailNotice, "Failed status sent to decode: metadata for a room aborted earlier")
 		return nil
 	}
 	if failed && !r.status.Has(m.Room) {

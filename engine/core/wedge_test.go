@@ -394,3 +394,36 @@ func TestRetryInTombstonedRoomIsAnswered(t *testing.T) {
 	}
 	r.finish()
 }
+
+// The same retry with its metadata ahead of its request on prefill (decode
+// is quicker): the metadata meets only the tombstone, so prefill cannot
+// tell it from the aborted request's late metadata. It answers it Failed
+// at once, as upstream answers a TransferInfo that meets a tombstone: the
+// retry is failed on the tombstone when it arrives anyway, and decode must
+// not wait out its deadline for it.
+func TestRetryMetadataAheadOfItsRequestIsAnswered(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	scriptAbortBeforeAdd(r) // "a" in room 11: ABORT first, a tombstone, "a" failed on it
+	r.settle()
+	r.advance(testTimeout + time.Second) // decode forgets the released room
+	r.settle()
+	p := prompt(1, 80)
+	r.addD("a2", 11, p, 4)
+	r.stepD() // the retry's metadata, before its request reaches prefill
+	if n := r.deliverControl(); n == 0 {
+		t.Fatal("decode sent no metadata for the retry")
+	}
+	if n := r.deliverNotices(); n == 0 {
+		t.Fatal("prefill sent decode nothing for metadata in a tombstoned room, want a Failed status")
+	}
+	r.addP("a2", 11, p) // the retry's request: failed on the tombstone
+	r.stepP()
+	if got := r.pfin["a2"]; len(got) != 1 || got[0] == nil {
+		t.Fatalf("prefill finished the retry %v, want one failure on the tombstone", got)
+	}
+	r.stepD()
+	if got := r.dfin["a2"]; len(got) != 1 || !errors.Is(got[0], ErrDecodeFailed) {
+		t.Errorf("decode finished the retry %v, want one ErrDecodeFailed at once, before any deadline", got)
+	}
+	r.finish()
+}
