@@ -33,7 +33,7 @@ while read -r scenario reg; do
 	sweep "$reg@$scenario" "$scenario" --seeds "1..$n" --regression "$reg"
 	sweep "$reg@$scenario+swarm" "$scenario" --seeds "1..$n" --regression "$reg" --swarm
 done < <("$bin" engine --regression list | sed -n 's/.*caught by: pdchaos run \([^ ]*\) --regression \([^ ]*\) .*/\1 \2/p' | sort -u)
-sweep "unknown-room-waiting@room-retries+swarm" room-retries --seeds 1..100 --regression unknown-room-waiting --swarm
+sweep "unknown-room-waiting@room-retries+swarm" room-retries --seeds 1..300 --regression unknown-room-waiting --swarm
 sweep "bootstrap-thread-death@corrupt-control-messages+quiet" corrupt-control-messages --seeds 1..20 --regression bootstrap-thread-death --quiet-clients
 
 # The listing marks a probe whose every site is outside engine/core "(I/O layer ...)".

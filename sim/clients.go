@@ -341,8 +341,8 @@ func (s *run) decodeGenerate(req *request) {
 	}
 	if !s.routed {
 		s.routed = true
-		for r := range s.helloNeeded {
-			s.helloNeeded[r] = true
+		for _, p := range s.ctlPush { // a route resolved afresh: new connections, hello first
+			p.connected = false
 		}
 	}
 	if err := s.d.Add(s.wall(), req.rid, req.room, bootstrapAddr, req.tokens, req.maxNew); err != nil {

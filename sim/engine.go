@@ -201,31 +201,39 @@ func (s *run) prefillOut() {
 			s.tracef("prefill", "notice to unknown %s dropped", o.To)
 			continue
 		}
-		n := s.notify[rank-notifyBase]
-		frames := o.Frames
-		kind, room := s.noticeKind(frames)
-		if s.dDown {
-			// Prefill's push pool cannot dial a dead decode: the notice
-			// is dropped, as live.
-			s.pprobes.Hit(contract.ProbePrefillNoticeConnectFailed)
-			s.tracef("net", "LOST %s %s: decode's process is down", kind, s.framesDesc(frames))
+		if o.Rank < 0 || o.Rank >= s.cfg.TP {
+			s.tracef("prefill", "notice from unknown rank %d dropped", o.Rank)
 			continue
 		}
-		m := &msg{kind: kind, room: room, desc: s.framesDesc(frames), frames: frames, size: zmtpLen(frames)}
-		inc := s.dInc
-		m.deliver = func() {
-			if s.dDown || s.dInc != inc {
-				// Sent to a process that died on the way: the connection
-				// broke under it.
-				s.pprobes.Hit(contract.ProbePrefillNoticeSendFailed)
-				s.tracef("net", "LOST %s %s: decode's process died", m.kind, m.desc)
-				return
-			}
-			n.frames = append(n.frames, m.frames) // as it arrived: a fault may have corrupted it
-			s.kick(&n.actor)
-		}
-		s.transmit(s.linkName(s.names.notify, o.Rank, contract.NotifyLink), m)
+		s.push(s.notifyPush[o.Rank*s.cfg.TP+rank-notifyBase], o.Frames)
 	}
+}
+
+// pushSend sends frames on p's open connection: a control message to
+// prefill rank p.rank's bootstrap loop, or a notice to decode rank
+// p.rank's notify socket.
+func (s *run) pushSend(p *pusher, frames [][]byte) {
+	if p.decode {
+		s.sendControl(p, frames)
+		return
+	}
+	n := s.notify[p.rank]
+	kind, room := s.noticeKind(frames)
+	m := &msg{kind: kind, room: room, desc: s.framesDesc(frames), frames: frames, size: zmtpLen(frames)}
+	inc := s.dInc
+	m.deliver = func() {
+		if s.dDown || s.dInc != inc {
+			// Sent to a process that died on the way: the connection
+			// broke under it, and the next notice dials afresh.
+			s.pprobes.Hit(contract.ProbePrefillNoticeSendFailed)
+			p.connected = false
+			s.tracef("net", "LOST %s %s: decode's process died", m.kind, m.desc)
+			return
+		}
+		n.frames = append(n.frames, m.frames) // as it arrived: a fault may have corrupted it
+		s.kick(&n.actor)
+	}
+	s.transmit(p.link, m)
 }
 
 func (s *run) bootStep(rank int) {
@@ -502,29 +510,16 @@ func (s *run) decodeOut() {
 			s.dprobes.Hit(contract.ProbeDecodeControlNoRoute)
 			continue
 		}
-		s.sendControl(o.Rank, o.Frames)
+		s.push(s.ctlPush[o.Rank], o.Frames)
 	}
 }
 
-// sendControl sends frames to prefill rank's control socket, saying hello
-// first on a new connection as the push pool does: the registration is
-// built when it is sent, so it names decode's current epoch towards the
-// prefill (a connection reset after a retirement registers the new name).
-func (s *run) sendControl(rank int, frames [][]byte) {
+// sendControl sends frames on decode's open connection p to prefill rank
+// p.rank's control socket (the pusher said hello, decode's registration
+// under its current epoch's name, first on the connection).
+func (s *run) sendControl(p *pusher, frames [][]byte) {
 	kind, room := s.controlKind(frames)
-	if s.pDown {
-		// The push pool cannot dial a dead prefill: the message is
-		// dropped, and the next one opens a new connection, hello first.
-		s.dprobes.Hit(contract.ProbeDecodeControlConnectFailed)
-		s.helloNeeded[rank] = true
-		s.tracef("net", "LOST %s %s: prefill's process is down", kind, s.framesDesc(frames))
-		return
-	}
-	if s.helloNeeded[rank] {
-		s.helloNeeded[rank] = false
-		s.sendControl(rank, s.d.Registration(rank, bootstrapAddr))
-	}
-	b := s.boot[rank]
+	b := s.boot[p.rank]
 	m := &msg{kind: kind, room: room, desc: s.framesDesc(frames), frames: frames, size: zmtpLen(frames)}
 	inc := s.pInc
 	m.deliver = func() {
@@ -532,14 +527,14 @@ func (s *run) sendControl(rank int, frames [][]byte) {
 			// Sent to a process that died on the way: the connection
 			// broke, so the next message opens a new one.
 			s.dprobes.Hit(contract.ProbeDecodeControlSendFailed)
-			s.helloNeeded[rank] = true
+			p.connected = false
 			s.tracef("net", "LOST %s %s: prefill's process died", m.kind, m.desc)
 			return
 		}
 		b.frames = append(b.frames, m.frames) // as it arrived: a fault may have corrupted it
 		s.kick(&b.actor)
 	}
-	s.transmit(s.linkName(s.names.ctl, rank, contract.ControlLink), m)
+	s.transmit(p.link, m)
 }
 
 func (s *run) notifyStep(rank int) {
@@ -620,6 +615,7 @@ func (s *run) killDecode() {
 	s.dDown = true
 	s.dInc++
 	s.routed = false
+	s.resetPushers(contract.SideDecode)
 	s.tracef("decode", "KILLED: %d streams cut", len(s.streams))
 	for _, n := range s.notify {
 		n.frames = nil
@@ -677,6 +673,7 @@ func (s *run) killPrefill() {
 	s.pDown = true
 	s.pInc++
 	s.forwarding, s.pendingStep = false, false
+	s.resetPushers(contract.SidePrefill)
 	for _, b := range s.boot {
 		b.frames = nil
 	}
@@ -707,9 +704,6 @@ func (s *run) restartPrefill() {
 	s.p = s.newPrefill()
 	s.pDown = false
 	s.restartsSeen = 0
-	for r := range s.helloNeeded {
-		s.helloNeeded[r] = true
-	}
 	for _, ws := range s.workers {
 		for _, wk := range ws {
 			wk.kvInc = s.dInc // its workers dial decode afresh

@@ -317,14 +317,10 @@ func (s *run) release(wn *window, h *held) {
 	}
 }
 
-// lostOn notes a broken control connection: the decode side says hello
-// again on the next one, as its push pool does after a reset.
-func (s *run) lostOn(name string) {
-	var rank int
-	if _, err := fmt.Sscanf(name, "control/%d", &rank); err == nil && rank < len(s.helloNeeded) {
-		s.helloNeeded[rank] = true
-	}
-}
+// lostOn notes a connection on link broken by a fault: its senders dial
+// afresh for their next message (decode saying hello first), as the push
+// pool does after a reset.
+func (s *run) lostOn(name string) { s.disconnect(name) }
 
 // controlKind classifies a decode→prefill message for fault matching.
 func (s *run) controlKind(frames [][]byte) (string, uint64) {

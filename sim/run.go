@@ -84,8 +84,11 @@ type run struct {
 	forwarding, pendingStep bool
 	boot, notify            []*inbox
 	workers                 [][]*worker
-	helloNeeded             []bool // per rank: the next control message opens a connection
-	routed                  bool   // decode has resolved prefill's route
+	// ctlPush are decode's senders to each prefill rank's control
+	// socket; notifyPush prefill rank p's to decode rank d's notify
+	// socket at p*TP+d.
+	ctlPush, notifyPush []*pusher
+	routed              bool // decode has resolved prefill's route
 
 	streams map[string]*request
 	pwait   map[string]*request
@@ -135,8 +138,15 @@ func newRun(cfg Config, seed uint64, opts Options) *run {
 		ph: core.NewHistory(1 << 30), dh: core.NewHistory(1 << 30),
 		pprobes: &core.ProbeCounts{}, dprobes: &core.ProbeCounts{}, rprobes: &core.ProbeCounts{}}
 	s.wire, _ = core.NewDialect(ec.Wire)
-	s.helloNeeded = make([]bool, ec.TP)
 	s.names = newLinkNames(ec.TP)
+	for r := range ec.TP {
+		s.ctlPush = append(s.ctlPush, &pusher{link: s.names.ctl[r], decode: true, rank: r})
+	}
+	for pr := range ec.TP {
+		for dr := range ec.TP {
+			s.notifyPush = append(s.notifyPush, &pusher{link: s.names.notify[pr], rank: dr})
+		}
+	}
 	s.reg = reg
 	s.p = s.newPrefill()
 	s.d = s.newDecode()

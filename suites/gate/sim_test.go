@@ -190,9 +190,9 @@ type regressionBranch struct {
 // seeds stop reaching the probe, naming it).
 func regressionBranches() []regressionBranch {
 	return []regressionBranch{{
-		regression: contract.UnknownRoomWaiting, preset: "room-retries", swarm: true, seeds: 100,
+		regression: contract.UnknownRoomWaiting, preset: "room-retries", swarm: true, seeds: 300,
 		probe: "prefill/no-transfer-info",
-		why: "a retried room's old chunk fails on one rank of a TP-2 swarm seed after the new request's metadata came: " +
+		why: "a retried room's old chunk fails after the new request's metadata came (5 of swarm seeds 1-300, TP 1 and 2): " +
 			"the failure clears that rank's TransferInfo, the absent room reads WaitingForInput, and the new request is forwarded without it",
 	}, {
 		regression: contract.BootstrapThreadDeath, preset: "corrupt-control-messages", quiet: true, seeds: 20,
