@@ -85,11 +85,14 @@ func (s *run) transmit(conn string, m *msg) {
 			extra += wn.f.Delay
 			wn.affected++
 		case "bandwidth":
-			// The connection sends RateKB KB/s: the message leaves once
-			// the ones before it have, and takes its size's worth.
+			// The connection sends RateKB KB/s while the window lasts:
+			// the message leaves once the ones before it have and takes
+			// its size's worth, and what is left when the window heals
+			// goes at the line's speed.
 			if m.size > 0 {
 				tx := time.Duration(int64(m.size) * int64(time.Second) / (int64(wn.f.RateKB) * 1024))
-				l.free = max(l.free, s.now+extra) + tx
+				start := max(l.free, s.now+extra)
+				l.free = max(min(start+tx, wn.end), start)
 				extra = l.free - s.now
 				wn.affected++
 			}

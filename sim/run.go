@@ -267,11 +267,18 @@ func (s *run) stopClients() {
 	}
 }
 
-// settled is the drain's condition: nothing queued, held or in flight.
+// settled is the drain's condition: nothing queued, held or in flight,
+// as the live drain waits for every slot gauge (contract.SlotGauges, a
+// transfer worker still holding a chunk among them) and no room held.
 func (s *run) settled() bool {
 	b, w, i := s.p.QueueLens()
 	if b+w+i > 0 {
 		return false
+	}
+	for r := range s.p.Ranks() {
+		if s.p.Tables(r).WorkersBusy > 0 {
+			return false
+		}
 	}
 	for r := range s.d.Ranks() {
 		if s.d.Holding(r) > 0 {
