@@ -128,6 +128,21 @@ func (v *View) writesAfterFailure(pre, dec map[uint64]contract.RoomRecord, ev ma
 			if named[s.Rank] {
 				continue
 			}
+			// The life the write came in, as decode's record has it: prefill's
+			// record may lack a later life of the room (a prefill killed
+			// while it held the room takes that record with it), so its
+			// failure in an earlier life must not be read as this one's.
+			// Prefill may fail a new request a moment before decode opens
+			// it (the router sends both at once): the race window.
+			var lifeStart time.Time
+			for _, e := range sortedEvents(d.Events) {
+				if e.At.After(s.At) {
+					break
+				}
+				if createsRequest(e) {
+					lifeStart = e.At.Add(-DefaultRaceWindow)
+				}
+			}
 			var failedAt time.Time
 			for _, e := range sortedEvents(p.Events) {
 				if e.At.After(s.At) {
@@ -136,7 +151,7 @@ func (v *View) writesAfterFailure(pre, dec map[uint64]contract.RoomRecord, ev ma
 				if createsRequest(e) {
 					failedAt = time.Time{} // a new request: a new life
 				}
-				if e.Rank == s.Rank && e.Kind == contract.RoomEventStatus && e.State == contract.StateFailed && failedAt.IsZero() {
+				if e.Rank == s.Rank && e.Kind == contract.RoomEventStatus && e.State == contract.StateFailed && failedAt.IsZero() && !e.At.Before(lifeStart) {
 					failedAt = e.At
 				}
 			}
