@@ -210,30 +210,44 @@ func (s *run) prefillOut() {
 }
 
 // pushSend sends frames on p's open connection: a control message to
-// prefill rank p.rank's bootstrap loop, or a notice to decode rank
-// p.rank's notify socket.
+// prefill rank p.rank's bootstrap loop (the pusher said hello, decode's
+// registration under its current epoch's name, first on the connection),
+// or a notice to decode rank p.rank's notify socket.
 func (s *run) pushSend(p *pusher, frames [][]byte) {
+	in, peer, lost := s.notify[p.rank], contract.SideDecode, contract.ProbePrefillNoticeSendFailed
+	classify := s.noticeKind
 	if p.decode {
-		s.sendControl(p, frames)
-		return
+		in, peer, lost = s.boot[p.rank], contract.SidePrefill, contract.ProbeDecodeControlSendFailed
+		classify = s.controlKind
 	}
-	n := s.notify[p.rank]
-	kind, room := s.noticeKind(frames)
+	kind, room := classify(frames)
 	m := &msg{kind: kind, room: room, desc: s.framesDesc(frames), frames: frames, size: zmtpLen(frames)}
-	inc := s.dInc
+	inc := s.incarnation(peer)
 	m.deliver = func() {
-		if s.dDown || s.dInc != inc {
+		if s.down(peer) || s.incarnation(peer) != inc {
 			// Sent to a process that died on the way: the connection
-			// broke under it, and the next notice dials afresh.
-			s.pprobes.Hit(contract.ProbePrefillNoticeSendFailed)
+			// broke under it, and the next message dials afresh.
+			if p.decode {
+				s.dprobes.Hit(lost)
+			} else {
+				s.pprobes.Hit(lost)
+			}
 			p.connected = false
-			s.tracef("net", "LOST %s %s: decode's process died", m.kind, m.desc)
+			s.tracef("net", "LOST %s %s: %s's process died", m.kind, m.desc, peer)
 			return
 		}
-		n.frames = append(n.frames, m.frames) // as it arrived: a fault may have corrupted it
-		s.kick(&n.actor)
+		in.frames = append(in.frames, m.frames) // as it arrived: a fault may have corrupted it
+		s.kick(&in.actor)
 	}
 	s.transmit(p.link, m)
+}
+
+// incarnation is role's process incarnation (each sigkill starts another).
+func (s *run) incarnation(role string) int {
+	if role == contract.SidePrefill {
+		return s.pInc
+	}
+	return s.dInc
 }
 
 func (s *run) bootStep(rank int) {
@@ -512,29 +526,6 @@ func (s *run) decodeOut() {
 		}
 		s.push(s.ctlPush[o.Rank], o.Frames)
 	}
-}
-
-// sendControl sends frames on decode's open connection p to prefill rank
-// p.rank's control socket (the pusher said hello, decode's registration
-// under its current epoch's name, first on the connection).
-func (s *run) sendControl(p *pusher, frames [][]byte) {
-	kind, room := s.controlKind(frames)
-	b := s.boot[p.rank]
-	m := &msg{kind: kind, room: room, desc: s.framesDesc(frames), frames: frames, size: zmtpLen(frames)}
-	inc := s.pInc
-	m.deliver = func() {
-		if s.pDown || s.pInc != inc {
-			// Sent to a process that died on the way: the connection
-			// broke, so the next message opens a new one.
-			s.dprobes.Hit(contract.ProbeDecodeControlSendFailed)
-			p.connected = false
-			s.tracef("net", "LOST %s %s: prefill's process died", m.kind, m.desc)
-			return
-		}
-		b.frames = append(b.frames, m.frames) // as it arrived: a fault may have corrupted it
-		s.kick(&b.actor)
-	}
-	s.transmit(p.link, m)
 }
 
 func (s *run) notifyStep(rank int) {

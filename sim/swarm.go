@@ -31,7 +31,9 @@ const bytesStream = 0x6279746573 // "bytes"
 // The second result says what was drawn, one line.
 func Swarm(cfg Config, seed uint64) (Config, string) {
 	r := rand.New(rand.NewPCG(seed, swarmStream))
-	d := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo)+1)) }
+	run := cfg.Duration
+	dr := draws{r, run}
+	d, timing := dr.between, dr.timing
 	kinds := func(pool ...string) []string {
 		var out []string
 		for _, k := range pool {
@@ -43,15 +45,6 @@ func Swarm(cfg Config, seed uint64) (Config, string) {
 			out = []string{pool[r.IntN(len(pool))]}
 		}
 		return out
-	}
-	run := cfg.Duration
-	timing := func(f Fault, lo, hi time.Duration) Fault {
-		f.AtMin = d(0, run/2)
-		f.ForMin, f.ForMax = lo, hi
-		if r.IntN(2) == 0 {
-			f.Every = hi + d(time.Second, 3*time.Second)
-		}
-		return f
 	}
 	ctl := "control/0"
 	palette := []func() Fault{
@@ -253,15 +246,7 @@ func Swarm(cfg Config, seed uint64) (Config, string) {
 	// registration or a notice cut with its connection, transfers slowed
 	// to a crawl), moved to rank 1 with the others at TP 2.
 	r3 := rand.New(rand.NewPCG(seed, bytesStream))
-	d3 := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r3.Int64N(int64(hi-lo)+1)) }
-	timing3 := func(f Fault, lo, hi time.Duration) Fault {
-		f.AtMin = d3(0, run/2)
-		f.ForMin, f.ForMax = lo, hi
-		if r3.IntN(2) == 0 {
-			f.Every = hi + d3(time.Second, 3*time.Second)
-		}
-		return f
-	}
+	timing3 := draws{r3, run}.timing
 	for _, mk := range []func() Fault{
 		func() Fault {
 			return timing3(Fault{Kind: "bandwidth", Link: "kv/0", RateKB: 64 << r3.IntN(6)}, 300*time.Millisecond, 3*time.Second)
@@ -289,6 +274,28 @@ func Swarm(cfg Config, seed uint64) (Config, string) {
 	}
 	return out, fmt.Sprintf("swarm seed %d: faults [%s], cancel rates queued %.2f decode %.2f deadline %.2f, kill every %v, deadlines %s, strangers %v%s%s%s",
 		seed, strings.Join(drawn, " "), c.CancelQueuedRate, c.CancelDecodeRate, c.DeadlineRate, c.KillEvery, deadlines, out.Strangers, tp, hang, retry)
+}
+
+// draws are a swarm seed's draws from one stream, over a run of length run.
+type draws struct {
+	r   *rand.Rand
+	run time.Duration
+}
+
+// between draws a duration in [lo, hi].
+func (w draws) between(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(w.r.Int64N(int64(hi-lo)+1))
+}
+
+// timing draws a fault's windows: a first start in the run's first half,
+// each window [lo, hi] long, and half the time a repeat.
+func (w draws) timing(f Fault, lo, hi time.Duration) Fault {
+	f.AtMin = w.between(0, w.run/2)
+	f.ForMin, f.ForMax = lo, hi
+	if w.r.IntN(2) == 0 {
+		f.Every = hi + w.between(time.Second, 3*time.Second)
+	}
+	return f
 }
 
 // resolvedDeadlines is cfg's engine config with its defaults filled in.

@@ -57,6 +57,31 @@ func equalMsgs(t *testing.T, got, want [][][]byte) {
 	}
 }
 
+// recvAll receives n messages with recv, failing the test at the first
+// error.
+func recvAll(t *testing.T, n int, recv func() ([][]byte, error)) [][][]byte {
+	t.Helper()
+	var got [][][]byte
+	for range n {
+		m, err := recv()
+		if err != nil {
+			t.Fatalf("recv after %d messages: %v", len(got), err)
+		}
+		got = append(got, m)
+	}
+	return got
+}
+
+// sendAll sends every message on push, failing the test at the first error.
+func sendAll(t *testing.T, ctx context.Context, push *zmtp.Push, msgs [][][]byte) {
+	t.Helper()
+	for _, m := range msgs {
+		if err := push.Send(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestInteropPyzmqPushToOurPull(t *testing.T) {
 	zmtptest.RequirePyZMQ(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -69,14 +94,7 @@ func TestInteropPyzmqPushToOurPull(t *testing.T) {
 	want := interopMessages(200)
 	errc := make(chan error, 1)
 	go func() { errc <- zmtptest.PyPush(ctx, pull.Addr(), want) }()
-	var got [][][]byte
-	for range want {
-		m, err := pull.Recv(ctx)
-		if err != nil {
-			t.Fatalf("recv after %d messages: %v", len(got), err)
-		}
-		got = append(got, m)
-	}
+	got := recvAll(t, len(want), func() ([][]byte, error) { return pull.Recv(ctx) })
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
@@ -99,11 +117,7 @@ func TestInteropOurPushToPyzmqPull(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer push.Close()
-	for _, m := range want {
-		if err := push.Send(ctx, m); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sendAll(t, ctx, push, want)
 	got, err := py.Wait()
 	if err != nil {
 		t.Fatal(err)
@@ -137,11 +151,7 @@ func TestInteropOurPushAnswersPyzmqHeartbeats(t *testing.T) {
 		t.Fatalf("libzmq dropped our PUSH while it heartbeat it: %v", push.Err())
 	case <-time.After(4 * 10 * ivl):
 	}
-	for _, m := range want {
-		if err := push.Send(ctx, m); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sendAll(t, ctx, push, want)
 	got, err := py.Wait()
 	if err != nil {
 		t.Fatal(err)

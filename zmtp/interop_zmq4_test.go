@@ -39,14 +39,7 @@ func TestInteropZmq4PushToOurPull(t *testing.T) {
 		}
 		errc <- nil
 	}()
-	var got [][][]byte
-	for range want {
-		m, err := pull.Recv(ctx)
-		if err != nil {
-			t.Fatalf("recv after %d messages: %v", len(got), err)
-		}
-		got = append(got, m)
-	}
+	got := recvAll(t, len(want), func() ([][]byte, error) { return pull.Recv(ctx) })
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
@@ -74,13 +67,9 @@ func TestInteropOurPushToZmq4Pull(t *testing.T) {
 			}
 		}
 	}()
-	var got [][][]byte
-	for range want {
+	got := recvAll(t, len(want), func() ([][]byte, error) {
 		m, err := pull.Recv()
-		if err != nil {
-			t.Fatalf("zmq4 recv after %d messages: %v", len(got), err)
-		}
-		got = append(got, m.Frames)
-	}
+		return m.Frames, err
+	})
 	equalMsgs(t, got, want)
 }

@@ -363,6 +363,17 @@ func scriptPartialFailure(r *rig) {
 	}
 }
 
+// tombstonedRoom leaves room 11 tombstoned on prefill ("a": ABORT first,
+// a tombstone, "a" failed on it) and forgotten by decode, and returns the
+// prompt a client retrying in it sends.
+func tombstonedRoom(r *rig) string {
+	scriptAbortBeforeAdd(r)
+	r.settle()
+	r.advance(testTimeout + time.Second) // decode forgets the released room
+	r.settle()
+	return prompt(1, 80)
+}
+
 // A client that retries in the room its aborted request used meets the
 // tombstone: prefill fails the retry at once. Decode still sends the retry's
 // metadata and waits for a verdict; prefill must answer it Failed, not take
@@ -370,11 +381,7 @@ func scriptPartialFailure(r *rig) {
 // waiting timeout.
 func TestRetryInTombstonedRoomIsAnswered(t *testing.T) {
 	r := newRig(t, rigOpts{})
-	scriptAbortBeforeAdd(r) // "a" in room 11: ABORT first, a tombstone, "a" failed on it
-	r.settle()
-	r.advance(testTimeout + time.Second) // decode forgets the released room
-	r.settle()
-	p := prompt(1, 80)
+	p := tombstonedRoom(r)
 	r.addP("a2", 11, p) // the retry, on prefill first: failed at once
 	r.stepP()
 	if got := r.pfin["a2"]; len(got) != 1 || got[0] == nil {
@@ -403,11 +410,7 @@ func TestRetryInTombstonedRoomIsAnswered(t *testing.T) {
 // not wait out its deadline for it.
 func TestRetryMetadataAheadOfItsRequestIsAnswered(t *testing.T) {
 	r := newRig(t, rigOpts{})
-	scriptAbortBeforeAdd(r) // "a" in room 11: ABORT first, a tombstone, "a" failed on it
-	r.settle()
-	r.advance(testTimeout + time.Second) // decode forgets the released room
-	r.settle()
-	p := prompt(1, 80)
+	p := tombstonedRoom(r)
 	r.addD("a2", 11, p, 4)
 	r.stepD() // the retry's metadata, before its request reaches prefill
 	if n := r.deliverControl(); n == 0 {
