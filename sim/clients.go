@@ -321,7 +321,7 @@ func (s *run) decodeGenerate(req *request) {
 			req.routeAsking, req.routeAsked = true, s.now
 		}
 		if s.now-req.routeAsked < contract.RouteLookupTimeout {
-			s.after(heartbeatPoll, "decode/route", func() { s.decodeGenerate(req) })
+			s.untilContinues("prefill", req.routeAsked+contract.RouteLookupTimeout, "decode/route", func() { s.decodeGenerate(req) })
 			return
 		}
 		why = "timed out (prefill stopped)"

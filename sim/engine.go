@@ -564,7 +564,7 @@ func (s *run) heartbeat() {
 	wait = func() {
 		ok := !s.frozen("prefill")
 		if !ok && !s.pDown && s.now-start < s.cfg.HeartbeatInterval {
-			s.after(heartbeatPoll, "decode/heartbeat", wait)
+			s.untilContinues("prefill", start+s.cfg.HeartbeatInterval, "decode/heartbeat", wait)
 			return
 		}
 		if s.routed && !s.frozen("decode") {
@@ -579,9 +579,6 @@ func (s *run) heartbeat() {
 	wait()
 }
 
-// heartbeatPoll is how often a heartbeat waiting on a stopped prefill
-// looks whether it continued: the answer's moment to within this.
-const heartbeatPoll = 10 * time.Millisecond
 
 // tick is the idle loops' check interval: deadlines and queues are looked
 // at even when nothing wakes the loops.
@@ -607,6 +604,7 @@ func (s *run) killDecode() {
 	s.dInc++
 	s.routed = false
 	s.resetPushers(contract.SideDecode)
+	s.continued(contract.SideDecode)
 	s.tracef("decode", "KILLED: %d streams cut", len(s.streams))
 	for _, n := range s.notify {
 		n.frames = nil
@@ -665,6 +663,7 @@ func (s *run) killPrefill() {
 	s.pInc++
 	s.forwarding, s.pendingStep = false, false
 	s.resetPushers(contract.SidePrefill)
+	s.continued(contract.SidePrefill)
 	for _, b := range s.boot {
 		b.frames = nil
 	}

@@ -99,7 +99,7 @@ func (s *run) dial(p *pusher) {
 				fail("handshake timed out: the peer's process is stopped")
 				return
 			}
-			s.after(heartbeatPoll, p.link, try)
+			s.untilContinues(s.peerRole(p), start+dialTimeout, p.link, try)
 			return
 		}
 		p.dialing, p.connected = false, true
@@ -129,18 +129,16 @@ func (s *run) pushLost(p *pusher, onDecode, onPrefill contract.ProbeID, frames [
 	s.tracef("net", "LOST %s on %s: %s", s.framesDesc(frames), p.link, why)
 }
 
-func (s *run) peerDown(p *pusher) bool {
-	if p.decode {
-		return s.pDown
-	}
-	return s.dDown
-}
+func (s *run) peerDown(p *pusher) bool { return s.down(s.peerRole(p)) }
 
-func (s *run) peerFrozen(p *pusher) bool {
+func (s *run) peerFrozen(p *pusher) bool { return s.frozen(s.peerRole(p)) }
+
+// peerRole is the role p sends to.
+func (s *run) peerRole(p *pusher) string {
 	if p.decode {
-		return s.frozen(contract.SidePrefill)
+		return contract.SidePrefill
 	}
-	return s.frozen(contract.SideDecode)
+	return contract.SideDecode
 }
 
 // linkFault reports whether a window of kind is on link now, counting

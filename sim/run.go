@@ -84,6 +84,9 @@ type run struct {
 	forwarding, pendingStep bool
 	boot, notify            []*inbox
 	workers                 [][]*worker
+	// waiting holds, per role, what waits for its stopped process to
+	// continue (untilContinues).
+	waiting map[string][]func()
 	// ctlPush are decode's senders to each prefill rank's control
 	// socket; notifyPush prefill rank p's to decode rank d's notify
 	// socket at p*TP+d.
@@ -134,7 +137,7 @@ func Run(ctx context.Context, cfg Config, seed uint64, opts Options) (Result, er
 func newRun(cfg Config, seed uint64, opts Options) *run {
 	ec, reg, _ := cfg.Engine.Resolve() // validated
 	s := &run{world: newWorld(seed, cfg.Name, opts.Trace), seed: seed, cfg: ec, clients: cfg.Clients.withDefaults(), checks: cfg.Checks.withDefaults(),
-		links: map[string]*link{}, streams: map[string]*request{}, pwait: map[string]*request{}, killGen: map[string]int{},
+		links: map[string]*link{}, streams: map[string]*request{}, pwait: map[string]*request{}, killGen: map[string]int{}, waiting: map[string][]func(){},
 		ph: core.NewHistory(1 << 30), dh: core.NewHistory(1 << 30),
 		pprobes: &core.ProbeCounts{}, dprobes: &core.ProbeCounts{}, rprobes: &core.ProbeCounts{}}
 	s.wire, _ = core.NewDialect(ec.Wire)
@@ -379,6 +382,9 @@ func (s *run) heal(wn *window) {
 	wn.active = false
 	wn.healed = s.now
 	s.tracef("faults", "HEAL %s window %d (%d affected)", wn.name(), wn.id, wn.affected)
+	if wn.f.Kind == "sigstop" && !s.frozen(wn.f.Role) {
+		s.continued(wn.f.Role)
+	}
 	for len(wn.held) > 0 {
 		s.release(wn, wn.held[0])
 	}
