@@ -579,7 +579,6 @@ func (s *run) heartbeat() {
 	wait()
 }
 
-
 // tick is the idle loops' check interval: deadlines and queues are looked
 // at even when nothing wakes the loops.
 func (s *run) tick() {
