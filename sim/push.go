@@ -40,7 +40,10 @@ const dialTimeout = 2 * time.Second
 func (s *run) push(p *pusher, frames [][]byte) {
 	switch {
 	case p.dialing:
-		if len(p.queue) >= s.cfg.PushQueueLen {
+		// The head of the queue is the message being dialled for, which
+		// the live sender has already taken off its queue of
+		// push_queue_len: that many more wait behind it.
+		if len(p.queue) > s.cfg.PushQueueLen {
 			s.pushLost(p, contract.ProbeDecodeControlQueueFull, contract.ProbePrefillNoticeQueueFull, frames, "the send queue is full while the sender dials")
 			return
 		}
