@@ -153,7 +153,7 @@ sim-coverage: build
 
 ## sim-sweep: the fixed engine over TOTAL simulated seeds (default 100000) across every preset, half
 ## plain and half with swarm draws; a table of seeds, failures, wall time and simulated requests, and
-## each failing seed's replay command (scripts/sim-sweep.sh; about 50 minutes on 2 cores)
+## each failing seed's replay command (scripts/sim-sweep.sh; about 75 minutes on 2 cores)
 sim-sweep: build
 	PDCHAOS=$(BIN) RESULTS_DIR=$(RESULTS_DIR) bash scripts/sim-sweep.sh $(or $(TOTAL),100000)
 

@@ -5,7 +5,7 @@
 # cores). Writes each sweep's output to $RESULTS_DIR/sim-sweep/<preset>[+swarm].txt
 # and prints a Markdown table (seeds, failing, wall, simulated requests) with a
 # total row, then every failing seed with its replay command. Exits 1 when any
-# seed fails, 2 on bad input. A long sweep: about 50 minutes on 2 cores.
+# seed fails, 2 on bad input. A long sweep: about 75 minutes on 2 cores.
 set -euo pipefail
 total=${1:-100000}
 case $total in '' | *[!0-9]*) echo "sim-sweep: TOTAL must be a positive number of seeds, not '$total'" >&2; exit 2 ;; esac
