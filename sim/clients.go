@@ -42,13 +42,18 @@ type request struct {
 	maxNew              int
 	start, first        time.Duration
 	got                 int
-	answer              strings.Builder
-	plan                outcome.CancelKind
-	cancelAt            int // tokens before a decode-phase cancel
-	ended               bool
-	pLive, dLive        bool       // still running on prefill / decode
-	legs                *core.Legs // the router's book on its two legs
-	onEnd               func()
+	answer              strings.Builder // what the router passed on to the client
+	// decoded is decode's text so far, kept only once the router's view
+	// of it was reset (forward); routerSaw is how much of it the router
+	// has passed on.
+	decoded      []byte
+	routerSaw    int
+	plan         outcome.CancelKind
+	cancelAt     int // tokens before a decode-phase cancel
+	ended        bool
+	pLive, dLive bool       // still running on prefill / decode
+	legs         *core.Legs // the router's book on its two legs
+	onEnd        func()
 }
 
 type agentState struct {
@@ -381,22 +386,44 @@ func (s *run) onToken(req *request, piece string, done bool) {
 		return
 	}
 	req.got++
-	req.answer.WriteString(piece)
+	req.forward(piece)
 	if done {
-		o := outcome.Outcome{Kind: outcome.KindCompleted, FinishReason: "length"}
-		// The expected answer is computed only for answers that complete:
-		// digesting the prompt's KV is most of a request's cost.
-		want := model.Generate(s.promptSeed(req), req.maxNew)
-		if got := req.answer.String(); got != want {
-			o.Integrity = "answer differs from the model's"
-			o.Expected, o.Got = want, got
-		}
-		s.end(req, o)
+		s.complete(req)
 		return
 	}
 	if req.plan == outcome.CancelDecode && req.got == req.cancelAt {
 		s.cancel(req, outcome.ReasonCancel)
 	}
+}
+
+// forward is the router passing a token of decode's answer on to the
+// client, as the live router does: decode's events carry the whole text so
+// far, and the router sends the part past what it saw last. Normally that
+// is the piece; after an event the router took for text with none (see
+// strangeEvent) it is everything again.
+func (req *request) forward(piece string) {
+	if req.decoded == nil {
+		req.answer.WriteString(piece)
+		return
+	}
+	req.decoded = append(req.decoded, piece...)
+	req.answer.Write(req.decoded[min(req.routerSaw, len(req.decoded)):])
+	req.routerSaw = len(req.decoded)
+}
+
+// complete ends req as the client's whole answer: what the router passed
+// on, judged against the model's answer. The router writes the finish
+// reason "length" (the model always runs to max_tokens).
+func (s *run) complete(req *request) {
+	o := outcome.Outcome{Kind: outcome.KindCompleted, FinishReason: "length"}
+	// The expected answer is computed only for answers that complete:
+	// digesting the prompt's KV is most of a request's cost.
+	want := model.Generate(s.promptSeed(req), req.maxNew)
+	if got := req.answer.String(); got != want {
+		o.Integrity = "answer differs from the model's"
+		o.Expected, o.Got = want, got
+	}
+	s.end(req, o)
 }
 
 // promptSeed is model.Seed(model.PromptKV(req.tokens)), with the shared

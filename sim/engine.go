@@ -627,8 +627,16 @@ func (s *run) decodeLegLost(req *request, why string) {
 		s.end(req, outcome.Outcome{Kind: outcome.KindError, Status: 502, Message: "decode: " + why})
 		return
 	}
-	if req.legs.StreamEnded(false, false) && !req.ended {
+	early := req.legs.StreamEnded(false, false)
+	switch {
+	case req.ended:
+	case early:
 		s.end(req, outcome.Outcome{Kind: outcome.KindError, Status: 502, Message: "decode stream ended early: " + why})
+	default:
+		// Not judged early (the client is still there): the router ends
+		// the answer as complete with what it has, as the live router
+		// writes its finish chunk and [DONE].
+		s.complete(req)
 	}
 }
 

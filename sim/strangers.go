@@ -170,5 +170,13 @@ func (s *run) strangeEvent(req *request) bool {
 		s.closeUpstream(req)
 		return false
 	}
+	if ok {
+		// Taken as a text event with no text: the router's text so far
+		// is now empty, so decode's next event is passed on whole.
+		if req.decoded == nil {
+			req.decoded = []byte(req.answer.String())
+		}
+		req.routerSaw = 0
+	}
 	return true
 }
