@@ -80,6 +80,11 @@ type Backstop struct {
 	// the notice was lost, and the peer still holding the room is no
 	// excuse.
 	PeerNotice string
+	// Unexcused lists fault targets (a link or a role, as a fault names
+	// it first) whose faults cannot hold back what the backstop waits for,
+	// so a fault there active during the room's life does not explain it
+	// firing.
+	Unexcused []string
 }
 
 // Backstops lists the fixed engine's deadlines.
@@ -88,7 +93,11 @@ func Backstops() []Backstop {
 		{Name: BackstopBootstrap, Role: SidePrefill, States: []string{StateBootstrapping}, Config: "bootstrap_timeout",
 			Probe: ProbePrefillBootstrapTimeout, Kind: RoomEventStatus, Detail: "bootstrap timeout",
 			Clock: "prefill's request joins the bootstrap queue (its sender is created)", PeerNotice: RoomEventMetadataSent,
-			ClockStart: RoomEventRequest},
+			ClockStart: RoomEventRequest,
+			// The client's request, or the router's to prefill, coming
+			// late starts this clock late; it does not delay decode's
+			// TransferInfo, which the router's other leg brings about.
+			Unexcused: []string{LinkClientRouter, LinkRouterPrefill}},
 		{Name: BackstopInflight, Role: SidePrefill, States: []string{StateWaitingForInput, StateTransferring}, Config: "inflight_timeout",
 			Probe: ProbePrefillInflightTimeout, Kind: RoomEventStatus, Detail: "inflight timeout",
 			Clock: "prefill forwards the request and queues its KV chunks", ClockStart: RoomEventForwarded},

@@ -70,9 +70,10 @@ type Named struct {
 	// "stall-scheduler(decode/0)"), or "".
 	Role string
 	// Link is the link the first argument names live ("notify/0" in
-	// "drop(notify/0,status)") or that follows the @ in the simulator
-	// ("drop-messages@notify/0"); "" when it names none (a link with no
-	// rank, such as router-prefill, counts as none: it may be any).
+	// "drop(notify/0,status)", "router-prefill" in
+	// "latency(router-prefill,1.5s)") or that follows the @ in the
+	// simulator ("drop-messages@notify/0"); "" when it names none (then
+	// it may act on any).
 	Link string
 }
 
@@ -93,6 +94,8 @@ func ReadName(name string) Named {
 	switch role {
 	case contract.SidePrefill, contract.SideDecode, contract.SideRouter:
 		n.Role = role
+	case contract.LinkClientRouter, contract.LinkRouterPrefill, contract.LinkRouterDecode, contract.LinkBootstrap:
+		n.Link = arg // the deployment's links with no rank
 	default:
 		if strings.Contains(arg, "/") {
 			n.Link = arg

@@ -366,6 +366,11 @@ func cancelReached(role string, r contract.RoomRecord, tc time.Duration, excused
 		return "", reachedByClient, true // a fault may have held the cancel back
 	case ended >= 0 && peerAbort >= 0 && ended <= tc+DefaultRaceWindow:
 		return "", reachedByPeer, false // the peer's ABORT won the race with the router's cancel
+	case ended >= 0 && peerAbort >= 0 && excused && ended <= tc+DefaultCancelBound:
+		// A fault held the router's cancel back, and the peer's ABORT
+		// ended the room meanwhile: at the pace of the side's queues (a
+		// prefill request failed in its waiting queue ends at its batch).
+		return "", reachedByPeer, true
 	case ended >= 0 && ended <= tc+DefaultRaceWindow:
 		// Failed on its own (a failure notice, a lost peer) as the client
 		// left: the side answered before the cancel came, so it had

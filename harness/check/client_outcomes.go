@@ -2,11 +2,11 @@ package check
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/pdchaos/pdchaos/agents/outcome"
 	"github.com/pdchaos/pdchaos/contract"
+	"github.com/pdchaos/pdchaos/faults"
 )
 
 // outcomeCounts counts outcomes by kind; cancels exclude the swarm's own stop.
@@ -85,14 +85,13 @@ func (v *View) clientPathFaultDuring(from, to time.Duration) bool {
 	return false
 }
 
-// faultTarget is the link or role a fault name gives first in its
-// parentheses, "" when it gives none.
+// faultTarget is the link or role a fault's name gives first (live:
+// "reset_peer(client-router,…)", "sigstop(router)"; simulated:
+// "latency@client-router"), "" when it gives none.
 func faultTarget(name string) string {
-	_, args, ok := strings.Cut(name, "(")
-	if !ok {
-		return ""
+	n := faults.ReadName(name)
+	if n.Link != "" {
+		return n.Link
 	}
-	args = strings.TrimSuffix(args, ")")
-	t, _, _ := strings.Cut(args, ",")
-	return strings.TrimSpace(t)
+	return n.Role
 }

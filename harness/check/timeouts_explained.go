@@ -262,6 +262,12 @@ func (v *View) explain(f firing, own, peer contract.RoomRecord, hasPeer bool) (h
 	if hasPeer && !peer.Created.IsZero() && peer.Created.Before(from) {
 		from = peer.Created
 	}
+	if sent, ok := v.Sent[f.room]; ok && base.Add(sent).Before(from) {
+		// The router sent both legs when the client's request came: a
+		// fault then (decode killed as its leg came) may be why a leg
+		// that reached its engine only later waits for the other.
+		from = base.Add(sent)
+	}
 	if why := unsentFailNotice(f, peer, hasPeer); why != "" {
 		// No fault explains it: nothing stops prefill sending.
 		return "", why
@@ -295,7 +301,10 @@ func (v *View) explain(f firing, own, peer contract.RoomRecord, hasPeer bool) (h
 		return "", fmt.Sprintf("prefill's transfer of the room had completed (Success on every rank, each write and the completion after them acknowledged by decode) %v before, and decode's scheduler was not stopped",
 			f.at.Sub(done).Round(time.Millisecond))
 	}
-	if v.faultDuring(from.Sub(base)-DefaultFaultMargin, f.at.Sub(base)+DefaultFaultMargin) {
+	if why := v.transferInfoLost(f, own, peer, hasPeer); why != "" {
+		return "", why
+	}
+	if v.faultExplaining(f.b, from.Sub(base)-DefaultFaultMargin, f.at.Sub(base)+DefaultFaultMargin) {
 		return explainedFault, ""
 	}
 	if !hasPeer {
@@ -323,6 +332,58 @@ func (v *View) explain(f firing, own, peer contract.RoomRecord, hasPeer bool) (h
 		return "", fmt.Sprintf("%s had ended the room %v before (state %s, last state %s)", peerOf(f.b.Role), f.at.Sub(p.endAt).Round(time.Millisecond), p.state, peer.LastState)
 	}
 	return "", fmt.Sprintf("%s never held the room (state %s)", peerOf(f.b.Role), p.state)
+}
+
+// transferInfoLost says why decode's waiting deadline f is unexplained
+// when prefill took the room's request before, or within its bootstrap
+// timeout after, decode sent the TransferInfo (prefill keeps a
+// TransferInfo that long for a request yet to come), and was still
+// Bootstrapping, waiting for that TransferInfo, when the deadline fired:
+// the TransferInfo was lost inside prefill unless a fault that can lose
+// or hold it back was on. A request later than that may find the
+// TransferInfo swept, and its delay (a fault on the router's link to
+// prefill) is the excuse the caller looks for. "" when f is another
+// backstop or the records say otherwise.
+func (v *View) transferInfoLost(f firing, own, peer contract.RoomRecord, hasPeer bool) string {
+	if f.b.Name != contract.BackstopWaiting || !hasPeer || nonClear(peer.Events) >= contract.MaxRoomEvents {
+		return ""
+	}
+	var sent, req time.Time
+	for _, e := range own.Events {
+		if e.Kind == contract.RoomEventMetadataSent && !e.At.After(f.at) {
+			sent = e.At
+		}
+	}
+	for _, e := range sortedEvents(peer.Events) {
+		if createsRequest(e) && !e.At.After(f.at) {
+			req = e.At
+		}
+	}
+	if sent.IsZero() || req.IsZero() || f.at.Sub(sent) < v.Run.Engine.WaitingTimeout ||
+		req.Sub(sent) > v.Run.Engine.BootstrapTimeout-DefaultRaceWindow || f.at.Sub(req) < DefaultRaceWindow {
+		return ""
+	}
+	if p := peerAt(peer, f.at, ""); p.state != contract.StateBootstrapping {
+		return ""
+	}
+	base := v.Run.BaseWall
+	if v.answerFaultDuring(sent.Sub(base)-DefaultFaultMargin, f.at.Sub(base)+DefaultFaultMargin) {
+		return ""
+	}
+	return fmt.Sprintf("prefill took the request %v after decode sent its TransferInfo (within its bootstrap timeout) and was still waiting for that TransferInfo %v later, with no fault on a control or notify link, a process or prefill's bootstrap loop to lose it",
+		req.Sub(sent).Round(time.Millisecond), f.at.Sub(req).Round(time.Millisecond))
+}
+
+// faultExplaining reports whether an applied fault window that can hold
+// back what backstop b waits for overlaps [from, to]: any fault but those
+// on the targets b lists as Unexcused.
+func (v *View) faultExplaining(b contract.Backstop, from, to time.Duration) bool {
+	for _, f := range v.Faults {
+		if f.Applied && f.Start <= to && (f.End == 0 || f.End >= from) && !slices.Contains(b.Unexcused, faultTarget(f.Fault)) {
+			return true
+		}
+	}
+	return false
 }
 
 // requestNeverCame says why decode's waiting deadline f is unexplained

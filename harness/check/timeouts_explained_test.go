@@ -682,3 +682,83 @@ func TestTransferDoneAtThisLife(t *testing.T) {
 		}
 	}
 }
+
+// Prefill keeps a TransferInfo for a request yet to come for its bootstrap
+// timeout: decode's waiting deadline on a room whose request prefill took
+// within that time, and which prefill still held Bootstrapping (waiting
+// for that TransferInfo) when the deadline fired, is the TransferInfo lost
+// inside prefill, unless a fault that can lose it was on. A fault on the
+// router's link to prefill cannot; a request later than the bootstrap
+// timeout may find the TransferInfo swept.
+func TestTransferInfoLost(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	cfg := contract.EngineConfig{BootstrapTimeout: 2 * time.Second, WaitingTimeout: 2 * time.Second}
+	s := func(n float64) time.Time { return base.Add(time.Duration(n * float64(time.Second))) }
+	off := func(n float64) time.Duration { return time.Duration(n * float64(time.Second)) }
+	decode := contract.RoomRecord{Room: 5, Side: contract.SideDecode, Events: []contract.Event{
+		{At: s(1), Side: contract.SideDecode, Kind: contract.RoomEventMetadataSent, Detail: "12 pages per rank"}}}
+	prefill := func(request float64, more ...contract.Event) contract.RoomRecord {
+		es := []contract.Event{{At: s(request), Side: contract.SidePrefill, Kind: contract.RoomEventStatus, State: contract.StateBootstrapping,
+			Detail: "sender: " + contract.CreatedFor("r1")}}
+		return contract.RoomRecord{Room: 5, Side: contract.SidePrefill, Events: append(es, more...)}
+	}
+	waiting := firing{b: contract.LookupBackstop(contract.BackstopWaiting), room: 5, at: s(3.05)}
+	win := func(name string, layer faults.Layer) schedule.Record {
+		return schedule.Record{Fault: name, Layer: layer, Applied: true, Start: off(0.5), End: off(4)}
+	}
+	for _, tc := range []struct {
+		name   string
+		peer   contract.RoomRecord
+		faults []schedule.Record
+		lost   bool
+	}{
+		{"request after the TransferInfo, no fault", prefill(1.3), nil, true},
+		{"request before the TransferInfo", prefill(0.9), nil, true},
+		{"the router's link to prefill slowed", prefill(1.3), []schedule.Record{win("latency(router-prefill,up 300ms)", faults.LayerNetwork)}, true},
+		{"control messages dropped", prefill(1.3), []schedule.Record{win("drop(control/0,metadata)", faults.LayerProtocol)}, false},
+		{"prefill's bootstrap loop stalled", prefill(1.3), []schedule.Record{win("stall-bootstrap-loop(prefill/0)", faults.LayerEngine)}, false},
+		{"request past the bootstrap timeout", prefill(2.5), nil, false},
+		{"the TransferInfo arrived", prefill(1.3, contract.Event{At: s(1.4), Side: contract.SidePrefill, Kind: contract.RoomEventStatus,
+			State: contract.StateWaitingForInput, Detail: "bootstrap: metadata arrived"}), nil, false},
+	} {
+		v := &View{Run: RunInfo{BaseWall: base, Engine: &cfg}, Faults: tc.faults}
+		why := v.transferInfoLost(waiting, decode, tc.peer, true)
+		if (why != "") != tc.lost {
+			t.Errorf("%s: %q, want lost %v", tc.name, why, tc.lost)
+		}
+	}
+	bootstrap := firing{b: contract.LookupBackstop(contract.BackstopBootstrap), room: 5, at: s(3.35)}
+	if why := (&View{Run: RunInfo{BaseWall: base, Engine: &cfg}}).transferInfoLost(bootstrap, prefill(1.3), decode, true); why != "" {
+		t.Errorf("the bootstrap deadline judged as a lost TransferInfo: %q", why)
+	}
+}
+
+// A fault on the client's or the router's link to prefill starts prefill's
+// bootstrap clock late; it cannot hold back decode's TransferInfo, so it
+// does not explain the bootstrap deadline, in the live name or the
+// simulator's. Any other fault still may; decode's waiting deadline keeps
+// every excuse.
+func TestBootstrapDeadlineUnexcusedByTheRoutersLinkToPrefill(t *testing.T) {
+	t.Parallel()
+	boot, wait := contract.LookupBackstop(contract.BackstopBootstrap), contract.LookupBackstop(contract.BackstopWaiting)
+	for _, tc := range []struct {
+		fault      string
+		boot, wait bool
+	}{
+		{"latency(router-prefill,up 1.5s)", false, true},
+		{"latency@router-prefill", false, true},
+		{"reset_peer(client-router,down 0s)", false, true},
+		{"latency(router-decode,up 1.5s)", true, true},
+		{"drop(control/0,metadata)", true, true},
+		{faults.StopName("decode"), true, true},
+	} {
+		v := &View{Faults: []schedule.Record{{Fault: tc.fault, Applied: true, Start: time.Second, End: 2 * time.Second}}}
+		if got := v.faultExplaining(boot, 0, 3*time.Second); got != tc.boot {
+			t.Errorf("%s explains the bootstrap deadline: %v, want %v", tc.fault, got, tc.boot)
+		}
+		if got := v.faultExplaining(wait, 0, 3*time.Second); got != tc.wait {
+			t.Errorf("%s explains the waiting deadline: %v, want %v", tc.fault, got, tc.wait)
+		}
+	}
+}

@@ -19,6 +19,10 @@ type View struct {
 	Run RunInfo
 	// Outcomes are every request outcome, in log order.
 	Outcomes []outcome.Outcome
+	// Sent is, by bootstrap room, when the first client request the
+	// router named that room for was sent (an outcome's Start): the
+	// room's life begins there, before either engine hears of it.
+	Sent map[uint64]time.Duration
 	// Scrapes are each source's /metrics scrapes, in log order.
 	Scrapes map[string][]Scrape
 	// Rooms are each engine's periodic rooms snapshots; Final its last full one.
@@ -51,7 +55,7 @@ type View struct {
 
 // NewView indexes evs. The last leaks, drain and end events win.
 func NewView(evs []Event) *View {
-	v := &View{Scrapes: map[string][]Scrape{}, Rooms: map[string][]RoomsSnap{}, Final: map[string]RoomsSnap{},
+	v := &View{Sent: map[uint64]time.Duration{}, Scrapes: map[string][]Scrape{}, Rooms: map[string][]RoomsSnap{}, Final: map[string]RoomsSnap{},
 		Roles: map[string]string{}, Ended: map[string]map[uint64]contract.RoomRecord{}, Reopened: map[string][]contract.RoomRecord{}, CodeProbes: map[string]CodeProbes{}}
 	win := map[int]int{}
 	for _, ev := range evs {
@@ -59,7 +63,11 @@ func NewView(evs []Event) *View {
 		case ev.Run != nil:
 			v.Run = *ev.Run
 		case ev.Outcome != nil:
-			v.Outcomes = append(v.Outcomes, *ev.Outcome)
+			o := *ev.Outcome
+			v.Outcomes = append(v.Outcomes, o)
+			if at, seen := v.Sent[o.Room]; o.HasRoom && (!seen || o.Start < at) {
+				v.Sent[o.Room] = o.Start
+			}
 		case ev.Scrape != nil:
 			v.Scrapes[ev.Source] = append(v.Scrapes[ev.Source], *ev.Scrape)
 		case ev.Rooms != nil:
