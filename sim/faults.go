@@ -21,6 +21,13 @@ type Fault struct {
 
 	// Link is the link a protocol or network fault acts on (control/N, kv/N).
 	Link string
+	// Stream is the direction a latency, bandwidth, slicer or limit-data
+	// fault acts on, as Toxiproxy names it: "upstream" is what the side
+	// that dials the link sends (the router's requests, decode's control
+	// messages, prefill's notices and KV chunks); anything else is
+	// downstream, Toxiproxy's default: the answers (HTTP responses, KV
+	// write completions).
+	Stream string
 	// Kinds are the message kinds it acts on; empty: all.
 	Kinds []string
 	// Min and Max bound a delay-messages delay; Delay is latency's.

@@ -68,14 +68,30 @@ func (s *run) link(name string) *link {
 // link. conn is the link's name, or the name, '#' and a connection key
 // where the link carries many connections (a worker's KV stream, one
 // HTTP request): order holds per connection, faults match by link name.
+// directed reports whether a network fault kind acts on one direction of a
+// connection (Fault.Stream), as a Toxiproxy toxic does; a connection reset,
+// a timeout or a link taken down stops both.
+func directed(kind string) bool {
+	switch kind {
+	case "latency", "bandwidth", "slicer", "limit-data":
+		return true
+	}
+	return false
+}
+
 func (s *run) transmit(conn string, m *msg) {
 	l := s.link(conn)
 	name, _, _ := strings.Cut(conn, "#")
 	lost, cut, dup, fifo := false, false, false, true
 	var extra time.Duration
+	// A connection's answers travel on its name with a "<" after it.
+	downstream := strings.HasSuffix(conn, "<")
 	for _, wn := range s.windows {
 		if !wn.active || wn.f.Link != name {
 			continue
+		}
+		if directed(wn.f.Kind) && downstream != (wn.f.Stream != "upstream") {
+			continue // a toxic on the other direction
 		}
 		switch wn.f.Kind {
 		case "reset-peer", "link-down", "timeout":

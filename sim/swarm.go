@@ -75,7 +75,7 @@ func Swarm(cfg Config, seed uint64) (Config, string) {
 			return timing(Fault{Kind: [2]string{"reset-peer", "link-down"}[r.IntN(2)], Link: "kv/0"}, 50*time.Millisecond, 500*time.Millisecond)
 		},
 		func() Fault {
-			return timing(Fault{Kind: "latency", Link: "kv/0", Delay: d(time.Millisecond, 50*time.Millisecond)}, 300*time.Millisecond, 3*time.Second)
+			return timing(Fault{Kind: "latency", Link: "kv/0", Stream: "upstream", Delay: d(time.Millisecond, 50*time.Millisecond)}, 300*time.Millisecond, 3*time.Second)
 		},
 		func() Fault {
 			return timing(Fault{Kind: "pause-transfer-workers", Rank: -1, Worker: r.IntN(2) - 1}, 200*time.Millisecond, 2*time.Second)
@@ -249,14 +249,14 @@ func Swarm(cfg Config, seed uint64) (Config, string) {
 	timing3 := draws{r3, run}.timing
 	for _, mk := range []func() Fault{
 		func() Fault {
-			return timing3(Fault{Kind: "bandwidth", Link: "kv/0", RateKB: 64 << r3.IntN(6)}, 300*time.Millisecond, 3*time.Second)
+			return timing3(Fault{Kind: "bandwidth", Link: "kv/0", Stream: "upstream", RateKB: 64 << r3.IntN(6)}, 300*time.Millisecond, 3*time.Second)
 		},
 		func() Fault {
-			return timing3(Fault{Kind: "slicer", Link: [2]string{"kv/0", ctl}[r3.IntN(2)], AverageSize: 16 << r3.IntN(5),
+			return timing3(Fault{Kind: "slicer", Link: [2]string{"kv/0", ctl}[r3.IntN(2)], Stream: "upstream", AverageSize: 16 << r3.IntN(5),
 				Delay: time.Duration(r3.IntN(200)) * time.Microsecond}, 300*time.Millisecond, 3*time.Second)
 		},
 		func() Fault {
-			return timing3(Fault{Kind: "limit-data", Link: [3]string{"kv/0", ctl, "notify/0"}[r3.IntN(3)], Bytes: 2000 + r3.IntN(48000)},
+			return timing3(Fault{Kind: "limit-data", Link: [3]string{"kv/0", ctl, "notify/0"}[r3.IntN(3)], Stream: "upstream", Bytes: 2000 + r3.IntN(48000)},
 				200*time.Millisecond, 2*time.Second)
 		},
 	} {

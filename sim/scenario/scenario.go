@@ -85,7 +85,7 @@ func Config(sc *harness.Scenario) (sim.Config, []Skipped, error) {
 			Role: v.String("role"), Rank: -1, Worker: -1,
 			DropPct: v.Int("drop_pct"), ReorderPct: v.Int("reorder_pct"), DelayPct: v.Int("delay_pct"), AfterChunks: v.Int("after_chunks"),
 			MinDelay: v.Duration("min_delay"), MaxDelay: v.Duration("max_delay"), Mode: v.String("mode"), Restart: v.Bool("restart"),
-			RateKB: v.Int("rate"), Bytes: v.Int("bytes"), AverageSize: v.Int("average_size")}
+			RateKB: v.Int("rate"), Bytes: v.Int("bytes"), AverageSize: v.Int("average_size"), Stream: v.String("stream")}
 		if _, has := k.Param("rank"); has {
 			f.Rank = v.Int("rank")
 		}
