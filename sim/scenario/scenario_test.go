@@ -215,6 +215,34 @@ func TestKVPoolPressureSimulated(t *testing.T) {
 	}
 }
 
+// Requests that reach prefill late (the router->prefill link delayed past
+// decode's waiting deadline): decode's TransferInfo waits at prefill for a
+// request, decode's ABORT clears it and leaves a tombstone, and the late
+// request meets that tombstone; the fixed engine passes.
+func TestLatePrefillRequestsSimulated(t *testing.T) {
+	t.Parallel()
+	r := passesFixed(t, "late-prefill-requests", 1, 0, sim.Options{})
+	for _, p := range []contract.ProbeID{contract.ProbePrefillMetadataBeforeRequest, contract.ProbePrefillAbortOrphanCleared,
+		contract.ProbePrefillCreatedAfterAbort} {
+		if r.Probes[p.String()] == 0 {
+			t.Errorf("probe %s not hit", p)
+		}
+	}
+	// The same latencies on the link's other direction, Toxiproxy's
+	// default (prefill's answers to the router), hold back no request.
+	cfg := preset(t, "late-prefill-requests")
+	for i := range cfg.Faults {
+		cfg.Faults[i].Stream = ""
+	}
+	down, err := sim.Run(context.Background(), cfg, 1, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := down.Probes[contract.ProbePrefillAbortOrphanCleared.String()]; n != 0 {
+		t.Errorf("latency downstream: %s hit %d times; want 0 (only the answers are late)", contract.ProbePrefillAbortOrphanCleared, n)
+	}
+}
+
 // With a regression on, the catalogue's scenario fails in the simulator
 // with a failing checker within a few seeds; the fixed engine passes the
 // same seeds on the checks the regression breaks.

@@ -42,5 +42,6 @@ func Presets() map[string]PresetLabels {
 		"prefill-restart":          {[]string{"prefill", "decode", "procs"}, true},
 		"push-queues-full":         {[]string{"control-link", "prefill", "decode"}, false},
 		"kv-write-broken":          {[]string{"transfer", "prefill"}, false},
+		"late-prefill-requests":    {[]string{"router", "prefill", "bootstrap"}, false},
 	}
 }
