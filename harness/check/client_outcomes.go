@@ -22,7 +22,8 @@ func outcomeCounts(os []outcome.Outcome) map[string]int64 {
 }
 
 // checkClientOutcomes: no hung request; every error carries a status or
-// message; and, where the router is pdchaos's own (the log records its
+// message; on pdchaos's own engine no server error without a cause
+// (unexplainedErrors); and, where the router is pdchaos's own (the log records its
 // engine config), every error reached the client as an answer the API
 // defines (an error status with an OpenAI error body, or an error event),
 // not as a cut stream, a reset, or a body that is no error, unless a fault
@@ -54,6 +55,7 @@ func checkClientOutcomes(v *View) CheckResult {
 			}
 		}
 	}
+	bad = append(bad, v.unexplainedErrors(ev)...)
 	switch {
 	case len(v.Outcomes) == 0:
 		return result(contract.CheckClientOutcomes, Inconclusive, ev, "no request outcome recorded")
@@ -66,6 +68,50 @@ func checkClientOutcomes(v *View) CheckResult {
 		return result(contract.CheckClientOutcomes, Pass, ev, "%d requests, none hung; %d errors reached the client as broken answers (cut, reset or not an error body), counted not judged on an external router", len(v.Outcomes), n)
 	}
 	return result(contract.CheckClientOutcomes, Pass, ev, "%d requests, none hung, errors well-formed", len(v.Outcomes))
+}
+
+// unexplainedErrors lists the requests of a run on pdchaos's own engine
+// (room records kept, no regression on) that failed with a server error
+// (not a 4xx refusal of what the client sent) when nothing explains it: no
+// fault active during the request, no backstop fired on its room on
+// either side (timeouts-explained judges that one), and no earlier request
+// of the client's in the same room (a retry meets what its predecessor
+// left). With no fault the engine has no reason to fail a request: a
+// request failed for nothing is a bug as sure as a wedge is, and checks
+// that only ask whether rooms end never see it.
+func (v *View) unexplainedErrors(ev map[string]int64) []string {
+	ev["server_errors"], ev["server_errors_explained"] = 0, 0
+	if v.Run.Engine == nil || len(v.Run.Engine.Regressions) > 0 {
+		return nil
+	}
+	recs := roomsByRole(v)
+	if len(recs) == 0 {
+		return nil // no room records: an external target, or none kept
+	}
+	backstopped := map[uint64]bool{}
+	for _, f := range firings(recs) {
+		backstopped[f.room] = true
+	}
+	var bad []string
+	for _, o := range v.Outcomes {
+		if o.Kind != outcome.KindError || o.Status >= 400 && o.Status < 500 || !o.HasRoom {
+			continue
+		}
+		ev["server_errors"]++
+		_, onPrefill := recs[contract.SidePrefill][o.Room]
+		_, onDecode := recs[contract.SideDecode][o.Room]
+		switch {
+		case !onPrefill && !onDecode, // nothing to judge it by
+			v.faultDuring(o.Start-DefaultFaultMargin, o.End+DefaultFaultMargin),
+			backstopped[o.Room],
+			v.Sent[o.Room] < o.Start: // an earlier request in the room
+			ev["server_errors_explained"]++
+			continue
+		}
+		bad = append(bad, fmt.Sprintf("error with no fault, no backstop and no earlier request in its room to explain it: %s %d turn %d room %d, status %d: %s",
+			o.Source, o.Agent, o.Turn, o.Room, o.Status, o.Message))
+	}
+	return bad
 }
 
 // clientPathFaultDuring reports whether an applied fault on the

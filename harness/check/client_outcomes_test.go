@@ -50,6 +50,8 @@ func TestClientOutcomesBrokenAnswers(t *testing.T) {
 			[]schedule.Record{fault("sigstop(router)", faults.LayerProcess, 1*s, 3500*time.Millisecond)}, Pass, "broken_answers_faulted"},
 		{"router fault long before", own, broken(outcome.FailureTransport),
 			[]schedule.Record{fault("sigstop(router)", faults.LayerProcess, 0, 2*s)}, Fail, "broken_answers"},
+		{"cut under the simulator's client-router latency", own, broken(outcome.FailureTruncated),
+			[]schedule.Record{fault("latency@client-router", faults.LayerNetwork, 3*s, 6*s)}, Pass, "broken_answers_faulted"},
 		{"external router", RunInfo{Target: "external"}, broken(outcome.FailureTransport), nil, Pass, "broken_answers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,6 +66,72 @@ func TestClientOutcomesBrokenAnswers(t *testing.T) {
 			}
 			if tc.want == Fail && !strings.Contains(r.Summary, string(tc.o.Failure)) {
 				t.Errorf("summary %q does not name the failure %q", r.Summary, tc.o.Failure)
+			}
+		})
+	}
+}
+
+// On pdchaos's own engine a request that failed with a server error needs
+// a cause: a fault during it, a backstop fired on its room, or an earlier
+// request of the client's in the same room. A refusal (4xx), a run with a
+// regression on and a target with no room records are not judged.
+func TestClientOutcomesUnexplainedErrors(t *testing.T) {
+	t.Parallel()
+	s := time.Second
+	base := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	failed := func(room uint64, start time.Duration, status int) outcome.Outcome {
+		return outcome.Outcome{Kind: outcome.KindError, Agent: 2, Turn: 1, Room: room, HasRoom: true, Start: start, End: start + s,
+			Status: status, Failure: outcome.FailureHTTP, Message: "decode room: aborted"}
+	}
+	cancelled := func(room uint64, start time.Duration) outcome.Outcome {
+		return outcome.Outcome{Kind: outcome.KindCancelled, Agent: 2, Turn: 1, Room: room, HasRoom: true, Start: start, End: start + s/2,
+			Reason: outcome.ReasonCancel}
+	}
+	record := func(room uint64, es ...contract.Event) contract.RoomRecord {
+		es = append([]contract.Event{{At: base.Add(4 * s), Side: contract.SideDecode, Kind: contract.RoomEventStatus,
+			State: contract.StateBootstrapping, Detail: "receiver: " + contract.CreatedFor("r")}}, es...)
+		return contract.RoomRecord{Room: room, Side: contract.SideDecode, Events: es}
+	}
+	waiting := contract.LookupBackstop(contract.BackstopWaiting)
+	backstop := contract.Event{At: base.Add(6 * s), Side: contract.SideDecode, Kind: contract.RoomEventStatus, State: contract.StateFailed,
+		Detail: "receiver: " + waiting.Detail}
+	own := &contract.EngineConfig{}
+	for _, tc := range []struct {
+		name     string
+		engine   *contract.EngineConfig
+		outcomes []outcome.Outcome
+		rec      contract.RoomRecord
+		faults   []schedule.Record
+		want     Status
+	}{
+		{"a 500 with nothing to explain it", own, []outcome.Outcome{failed(7, 4*s, 500)}, record(7), nil, Fail},
+		{"an error event with nothing to explain it", own, []outcome.Outcome{failed(7, 4*s, 0)}, record(7), nil, Fail},
+		{"during a fault", own, []outcome.Outcome{failed(7, 4*s, 500)}, record(7),
+			[]schedule.Record{{Fault: "drop(control/0,metadata)", Layer: faults.LayerProtocol, Applied: true, Start: 3 * s, End: 5 * s}}, Pass},
+		{"a fault long before", own, []outcome.Outcome{failed(7, 4*s, 500)}, record(7),
+			[]schedule.Record{{Fault: "drop(control/0,metadata)", Layer: faults.LayerProtocol, Applied: true, Start: 0, End: s}}, Fail},
+		{"its room's backstop fired", own, []outcome.Outcome{failed(7, 4*s, 500)}, record(7, backstop), nil, Pass},
+		{"a retry in the room of an earlier request", own, []outcome.Outcome{cancelled(7, 2*s), failed(7, 4*s, 500)}, record(7), nil, Pass},
+		{"a refusal", own, []outcome.Outcome{failed(7, 4*s, 400)}, record(7), nil, Pass},
+		{"a regression on", &contract.EngineConfig{Regressions: []string{contract.DecodeAbortLeak}}, []outcome.Outcome{failed(7, 4*s, 500)}, record(7), nil, Pass},
+		{"no room records", own, []outcome.Outcome{failed(7, 4*s, 500)}, contract.RoomRecord{}, nil, Pass},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var evs []Event
+			evs = append(evs, Event{Run: &RunInfo{Target: "bundled", BaseWall: base, Engine: tc.engine}})
+			for i := range tc.outcomes {
+				evs = append(evs, Event{Outcome: &tc.outcomes[i]})
+			}
+			v := NewView(evs)
+			v.Faults = tc.faults
+			if tc.rec.Room != 0 {
+				v.Roles["d"] = contract.SideDecode
+				v.Ended["d"] = map[uint64]contract.RoomRecord{tc.rec.Room: tc.rec}
+			}
+			r := checkClientOutcomes(v)
+			if r.Status != tc.want {
+				t.Fatalf("%s (%s), want %s", r.Status, r.Summary, tc.want)
 			}
 		})
 	}
