@@ -297,7 +297,14 @@ func (s *run) prefillGenerate(req *request) {
 			if !refused {
 				return // decode answered first (its answer is the client's), or the client left
 			}
-			s.end(req, outcome.Outcome{Kind: outcome.KindError, Status: 400, Message: refusal})
+			// The router cancels decode's leg, whose request then fails in
+			// the router at once, and core.Legs says whose answer the
+			// client gets, as the live router's dispatch asks it.
+			if usePrefill, _ := req.legs.DecodeAnswered(0); usePrefill {
+				s.end(req, outcome.Outcome{Kind: outcome.KindError, Status: 400, Message: refusal})
+			} else {
+				s.end(req, outcome.Outcome{Kind: outcome.KindError, Status: 502, Message: "decode: context canceled"})
+			}
 			if a.CancelDecode {
 				s.closeDecode(req)
 			}
