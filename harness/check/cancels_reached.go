@@ -371,6 +371,11 @@ func cancelReached(role string, r contract.RoomRecord, tc time.Duration, excused
 		// ended the room meanwhile: at the pace of the side's queues (a
 		// prefill request failed in its waiting queue ends at its batch).
 		return "", reachedByPeer, true
+	case ended >= 0 && excused && ended <= tc+DefaultCancelBound && r.LastState != contract.StateSuccess:
+		// A fault held back the router's cancel and the peer's ABORT
+		// both, and the side's own deadline or sweep ended the room
+		// within the bound (a TransferInfo whose request never came).
+		return "", reachedByRace, true
 	case ended >= 0 && ended <= tc+DefaultRaceWindow:
 		// Failed on its own (a failure notice, a lost peer) as the client
 		// left: the side answered before the cancel came, so it had

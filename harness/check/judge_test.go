@@ -246,6 +246,8 @@ func TestCancelReachedRules(t *testing.T) {
 		{"failed by a peer's ABORT long after", contract.StateFailed, []contract.Event{at(0, "status"), at(3*s, EventAbortReceived), at(3*s, "clear")}, false, notReached},
 		{"ended by the peer's ABORT at its queue's pace, the router's cancel held by a fault", contract.StateFailed,
 			[]contract.Event{at(0, "status"), at(s+2*time.Millisecond, EventAbortReceived), at(2*s, "clear")}, true, reachedByPeer},
+		{"ended by its own sweep, the cancel and the peer's ABORT held by a fault", contract.StateWaitingForInput,
+			[]contract.Event{at(0, "status"), at(2*s+200*time.Millisecond, "clear")}, true, reachedByRace},
 		{"ended by the peer's ABORT past the cancel bound, under a fault", contract.StateFailed,
 			[]contract.Event{at(0, "status"), at(s+2*time.Millisecond, EventAbortReceived), at(7*s, "clear")}, true, notReached},
 		{"failed by a peer's ABORT from before the cancel, ended just after", contract.StateFailed, []contract.Event{at(0, "status"), at(s/2, EventAbortReceived), at(s+10*time.Millisecond, "clear")}, false, reachedByRace},
