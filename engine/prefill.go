@@ -282,7 +282,7 @@ func (p *Prefill) sendOut(out []core.Outbound) {
 func (p *Prefill) bootstrapLoop(rank int) {
 	defer p.wg.Done()
 	for {
-		frames, err := p.pulls[rank].Recv(p.ctx)
+		m, err := p.pulls[rank].RecvMessage(p.ctx)
 		if err != nil {
 			return
 		}
@@ -290,7 +290,7 @@ func (p *Prefill) bootstrapLoop(rank int) {
 			return
 		}
 		p.mu.Lock()
-		err = p.core.OnControl(time.Now(), rank, frames)
+		err = p.core.OnControlFrom(time.Now(), rank, m.Frames, m.Conn)
 		out := p.core.TakeOutbound()
 		if p.core.DecodeRestarts != p.restartsSeen {
 			p.restartsSeen = p.core.DecodeRestarts

@@ -51,6 +51,9 @@ const (
 type inbox struct {
 	actor
 	frames [][][]byte
+	// conns is, per message in frames, the connection it came on
+	// (core.Prefill.OnControlFrom; 0 when none).
+	conns []uint64
 }
 
 // linkNames are the per-rank link names, made once per run.
@@ -223,6 +226,7 @@ func (s *run) pushSend(p *pusher, frames [][]byte) {
 	kind, room := classify(frames)
 	m := &msg{kind: kind, room: room, desc: s.framesDesc(frames), frames: frames, size: zmtpLen(frames)}
 	inc := s.incarnation(peer)
+	conn := s.connOf(p)
 	m.deliver = func() {
 		if s.down(peer) || s.incarnation(peer) != inc {
 			// Sent to a process that died on the way: the connection
@@ -237,9 +241,20 @@ func (s *run) pushSend(p *pusher, frames [][]byte) {
 			return
 		}
 		in.frames = append(in.frames, m.frames) // as it arrived: a fault may have corrupted it
+		in.conns = append(in.conns, conn)
 		s.kick(&in.actor)
 	}
 	s.transmit(p.link, m)
+}
+
+// connOf names p's current connection, as a live socket's connection id:
+// unique in the run, new with every dial (p.gen).
+func (s *run) connOf(p *pusher) uint64 {
+	if p.id == 0 {
+		s.senders++
+		p.id = s.senders
+	}
+	return p.id<<32 | uint64(uint32(p.gen))
 }
 
 // incarnation is role's process incarnation (each sigkill starts another).
@@ -255,9 +270,9 @@ func (s *run) bootStep(rank int) {
 	if len(b.frames) == 0 || s.p.Dead(rank) || s.frozen("prefill") || s.stopped("stall-bootstrap-loop", "prefill", rank, -1) {
 		return
 	}
-	f := b.frames[0]
-	b.frames = b.frames[1:]
-	err := s.p.OnControl(s.wall(), rank, f)
+	f, conn := b.frames[0], b.conns[0]
+	b.frames, b.conns = b.frames[1:], b.conns[1:]
+	err := s.p.OnControlFrom(s.wall(), rank, f, conn)
 	if errors.Is(err, core.ErrLoopDead) {
 		s.tracef(b.name, "LOOP DIED: %v", err)
 	}
@@ -534,7 +549,7 @@ func (s *run) notifyStep(rank int) {
 		return
 	}
 	f := n.frames[0]
-	n.frames = n.frames[1:]
+	n.frames, n.conns = n.frames[1:], n.conns[1:]
 	_ = s.d.OnNotice(s.wall(), rank, f)
 	s.kick(&s.dSched)
 	if len(n.frames) > 0 {
@@ -606,7 +621,7 @@ func (s *run) killDecode() {
 	s.continued(contract.SideDecode)
 	s.tracef("decode", "KILLED: %d streams cut", len(s.streams))
 	for _, n := range s.notify {
-		n.frames = nil
+		n.frames, n.conns = nil, nil
 	}
 	for _, rid := range slices.Sorted(maps.Keys(s.streams)) { // map order would break replay
 		req := s.streams[rid]
@@ -672,7 +687,7 @@ func (s *run) killPrefill() {
 	s.resetPushers(contract.SidePrefill)
 	s.continued(contract.SidePrefill)
 	for _, b := range s.boot {
-		b.frames = nil
+		b.frames, b.conns = nil, nil
 	}
 	for _, ws := range s.workers {
 		for _, wk := range ws {

@@ -31,6 +31,8 @@ type pusher struct {
 	// void once a newer dial started or the sender was reset.
 	gen   int
 	queue [][][]byte
+	// id numbers the sender in its run, from 1 (run.connOf).
+	id uint64
 }
 
 // dialTimeout is the push pool's bound on a dial and its handshake.

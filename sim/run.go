@@ -47,7 +47,10 @@ type Result struct {
 // run is one simulation: the world plus the engine, router and clients.
 type run struct {
 	*world
-	seed    uint64
+	seed uint64
+	// senders counts the control and notice senders numbered so far
+	// (connOf).
+	senders uint64
 	cfg     contract.EngineConfig
 	reg     contract.Regressions
 	clients Clients

@@ -56,6 +56,7 @@ func (s *run) stranger() {
 		st := []core.KVPoll{core.WaitingForInput, core.Transferring}[s.rng.IntN(2)]
 		n := s.notify[0]
 		n.frames = append(n.frames, s.wire.Status(room, st, 0, "stranger"))
+		n.conns = append(n.conns, 0)
 		s.tracef("stranger", "status %v for room %d to decode", st, room)
 		s.kick(&n.actor)
 	case 1:

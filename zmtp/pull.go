@@ -19,7 +19,7 @@ import (
 // order.
 type Pull struct {
 	ln   net.Listener
-	msgs chan [][]byte
+	msgs chan Message
 	done chan struct{}
 
 	mu     sync.Mutex
@@ -29,6 +29,17 @@ type Pull struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	refused   atomic.Int64
+	lastConn  atomic.Uint64
+}
+
+// Message is one received message and the peer connection it came on.
+type Message struct {
+	Frames [][]byte
+	// Conn names the connection, from 1, unique for the socket's life:
+	// messages with the same Conn came in order from one peer process
+	// (a reconnecting peer gets a new one), which lets an owner tie a
+	// message to what the peer said first on its connection.
+	Conn uint64
 }
 
 // Listen binds a PULL socket on addr ("127.0.0.1:0" or "tcp://host:port")
@@ -46,7 +57,7 @@ func Listen(ctx context.Context, addr string) (*Pull, error) {
 	}
 	p := &Pull{
 		ln:    ln,
-		msgs:  make(chan [][]byte),
+		msgs:  make(chan Message),
 		done:  make(chan struct{}),
 		conns: make(map[net.Conn]struct{}),
 	}
@@ -74,18 +85,24 @@ func (p *Pull) Addr() string { return p.ln.Addr().String() }
 // Recv returns the next message (its frames). It returns ErrClosed after
 // Close and ctx's error when ctx ends first.
 func (p *Pull) Recv(ctx context.Context) ([][]byte, error) {
+	m, err := p.RecvMessage(ctx)
+	return m.Frames, err
+}
+
+// RecvMessage is Recv with the connection the message came on.
+func (p *Pull) RecvMessage(ctx context.Context) (Message, error) {
 	select {
 	case <-p.done:
-		return nil, ErrClosed
+		return Message{}, ErrClosed
 	default:
 	}
 	select {
 	case m := <-p.msgs:
 		return m, nil
 	case <-p.done:
-		return nil, ErrClosed
+		return Message{}, ErrClosed
 	case <-ctx.Done():
-		return nil, fmt.Errorf("zmtp pull recv: %w", ctx.Err())
+		return Message{}, fmt.Errorf("zmtp pull recv: %w", ctx.Err())
 	}
 }
 
@@ -179,6 +196,7 @@ func (p *Pull) serve(c net.Conn) {
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
+	conn := p.lastConn.Add(1)
 	onCmd := func(f Frame) error { return answerCommand(c, f) }
 	for {
 		msg, err := ReadMessage(br, onCmd)
@@ -187,7 +205,7 @@ func (p *Pull) serve(c net.Conn) {
 			return
 		}
 		select {
-		case p.msgs <- msg:
+		case p.msgs <- Message{Frames: msg, Conn: conn}:
 		case <-p.done:
 			return
 		}

@@ -112,6 +112,54 @@ func TestManyPeersInOrder(t *testing.T) {
 	}
 }
 
+// TestRecvMessageNamesConnections: messages of one connection share a
+// Conn, a second connection or a redial gets a new one, so an owner can tie
+// a message to what its peer sent first on the same connection.
+func TestRecvMessageNamesConnections(t *testing.T) {
+	ctx := testkit.Context(t)
+	pull := listen(t)
+	recv := func(want string) uint64 {
+		t.Helper()
+		m, err := pull.RecvMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Frames) != 1 || string(m.Frames[0]) != want {
+			t.Fatalf("got %q, want %q", m.Frames, want)
+		}
+		if m.Conn == 0 {
+			t.Fatalf("message %q: connection 0, which means unknown", want)
+		}
+		return m.Conn
+	}
+	send := func(p *Push, s string) {
+		t.Helper()
+		if err := p.Send(ctx, [][]byte{[]byte(s)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := dial(t, pull.Addr())
+	send(first, "a1")
+	send(first, "a2")
+	a1, a2 := recv("a1"), recv("a2")
+	if a1 != a2 {
+		t.Errorf("one connection's messages came as connections %d and %d", a1, a2)
+	}
+	second := dial(t, pull.Addr())
+	send(second, "b1")
+	if b1 := recv("b1"); b1 == a1 {
+		t.Errorf("a second connection shares connection %d", b1)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again := dial(t, pull.Addr())
+	send(again, "c1")
+	if c1 := recv("c1"); c1 == a1 {
+		t.Errorf("a redial shares its old connection's %d", c1)
+	}
+}
+
 func TestConcurrentSendersOneSocket(t *testing.T) {
 	ctx := testkit.Context(t)
 	pull := listen(t)

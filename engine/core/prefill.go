@@ -149,8 +149,18 @@ type prefillRank struct {
 	// for the room after, would otherwise wait for it to its waiting
 	// timeout. The metadata, when it comes, is answered Failed.
 	unnoticed map[uint64]time.Time
-	dead      bool
+	// connRegs is the registration last sent on each connection, by the
+	// runtime's connection id (OnControlFrom), at most maxConnRegs of the
+	// newest connections.
+	connRegs map[uint64]Registration
+	dead     bool
 }
+
+// maxConnRegs bounds the connections a rank remembers a registration of:
+// a peer dialling a new connection with every message must not grow it
+// without bound. Connection ids only grow, so the oldest go first; a
+// TransferInfo on a forgotten connection is filed by name, as before.
+const maxConnRegs = 1024
 
 // Prefill is the prefill side's scheduler, bootstrap-loop and transfer-worker
 // logic for all its TP ranks. It is pure: callers hold a lock around each
@@ -198,6 +208,7 @@ func NewPrefill(cfg PrefillConfig, hist *History) *Prefill {
 		p.ranks = append(p.ranks, &prefillRank{
 			status:      st,
 			peers:       map[string]Registration{},
+			connRegs:    map[uint64]Registration{},
 			infos:       map[uint64]transferInfo{},
 			queues:      make([][]*Chunk, cfg.Workers),
 			held:        map[int]*Chunk{},
@@ -298,6 +309,20 @@ func (p *Prefill) Dead(rank int) bool { return p.ranks[rank].dead }
 // OnControl is one step of rank's bootstrap loop: it handles one message
 // from decode. It returns ErrLoopDead when the loop must stop.
 func (p *Prefill) OnControl(now time.Time, rank int, frames [][]byte) error {
+	return p.OnControlFrom(now, rank, frames, 0)
+}
+
+// OnControlFrom is OnControl for a runtime that can tell its peers'
+// connections apart: conn names the one the message came on (0: unknown).
+// A TransferInfo is filed under the registration sent before it on its own
+// connection, not the latest one under its name. On Mooncake a restarted
+// decode keeps its session_id; a TransferInfo its dead predecessor sent,
+// held on the way across the restart, names the old process's pages, and
+// filed under the new process's buffers it would write into pages the new
+// process hands out. Filed under the old buffers, its writes are refused.
+// The bundled decode registers first on every connection; a peer that does
+// not (or conn 0) gets its TransferInfos filed by name.
+func (p *Prefill) OnControlFrom(now time.Time, rank int, frames [][]byte, conn uint64) error {
 	r := p.ranks[rank]
 	if r.dead {
 		// No probe: both runtimes stop calling a loop once it has died,
@@ -317,9 +342,10 @@ func (p *Prefill) OnControl(now time.Time, rank int, frames [][]byte) error {
 		case MsgAbort:
 			p.onAbort(now, rank, c.Abort)
 		case MsgRegistration:
+			p.noteConnRegistration(rank, conn, c.Registration)
 			p.onRegistration(rank, c.Registration)
 		case MsgMetadata:
-			err = p.onMetadata(now, rank, c.Metadata)
+			err = p.onMetadata(now, rank, c.Metadata, conn)
 		}
 	}
 	if err != nil {
@@ -332,6 +358,20 @@ func (p *Prefill) OnControl(now time.Time, rank int, frames [][]byte) error {
 		p.Malformed++
 	}
 	return nil
+}
+
+// noteConnRegistration remembers reg as what connection conn of rank's
+// bootstrap socket registered, duplicates included: a reconnecting decode
+// registers again on its new connection.
+func (p *Prefill) noteConnRegistration(rank int, conn uint64, reg Registration) {
+	if conn == 0 {
+		return
+	}
+	regs := p.ranks[rank].connRegs
+	if _, ok := regs[conn]; !ok && len(regs) >= maxConnRegs {
+		delete(regs, slices.Min(slices.Collect(maps.Keys(regs))))
+	}
+	regs[conn] = reg
 }
 
 func (p *Prefill) onRegistration(rank int, reg Registration) {
@@ -375,7 +415,7 @@ func (p *Prefill) onRegistration(rank int, reg Registration) {
 	r.peers[reg.AgentName] = reg
 }
 
-func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata) error {
+func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata, conn uint64) error {
 	r := p.ranks[rank]
 	failedAt, failed := r.unnoticed[m.Room]
 	abortedAt, aborted := r.status.tombstonedAt(m.Room)
@@ -430,7 +470,13 @@ func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata) error {
 	if _, owned := p.byRoom[m.Room]; !owned {
 		p.probes.Hit(contract.ProbePrefillMetadataBeforeRequest)
 	}
-	r.infos[m.Room] = transferInfo{meta: m, kvAddr: peer.KVAddr, target: p.wire.KVTarget(peer.AgentName, peer.KVBase), at: now}
+	base := peer.KVBase
+	if reg, ok := r.connRegs[conn]; ok && conn != 0 && reg.AgentName == m.AgentName {
+		// The buffers of the process that sent it, whatever registered
+		// under its name since (OnControlFrom).
+		base = reg.KVBase
+	}
+	r.infos[m.Room] = transferInfo{meta: m, kvAddr: peer.KVAddr, target: p.wire.KVTarget(peer.AgentName, base), at: now}
 	p.hist.Note(now, m.Room, "prefill", rank, contract.RoomEventMetadata, fmt.Sprintf("%d pages from %s", len(m.Pages), m.AgentName))
 	r.status.Update(now, m.Room, WaitingForInput, WriterBootstrap, "metadata arrived")
 	return nil

@@ -127,3 +127,97 @@ func TestMooncakeHeldTransferInfoRefused(t *testing.T) {
 		t.Errorf("new room's answer %q, want %q", got, want)
 	}
 }
+
+// TestMooncakeHeldTransferInfoBeforeRequest: as mooncakeHeldTransferInfo,
+// but prefill gets the old request only after the old process's
+// TransferInfo (the router's request to prefill is late), so it held
+// nothing to refuse when the new registration came. A runtime that tells
+// prefill which connection each message came on (OnControlFrom) gets the
+// old TransferInfo filed under the registration sent on its connection, the
+// old buffers, which the new process refuses; without that (connection 0)
+// the writes land in the new room's pages: the case shows the test can see
+// the hazard.
+func TestMooncakeHeldTransferInfoBeforeRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		viaConn bool
+	}{
+		{"via its connection", true},
+		{"connection unknown", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, rigOpts{wire: contract.WireMooncake})
+			const oldConn, newConn = 1, 2
+			conn := func(c uint64) uint64 {
+				if tc.viaConn {
+					return c
+				}
+				return 0
+			}
+			// The old process registers first on its connection, as the
+			// bundled decode does on every new one.
+			if err := r.p.OnControlFrom(r.now, 0, r.d.Registration(0, testBootstrap), conn(oldConn)); err != nil {
+				t.Fatalf("old process's registration: %v", err)
+			}
+			r.addD("old", 11, prompt(1, 40), 4)
+			r.stepD()
+			r.collect()
+			held := r.ctl
+			r.ctl = nil
+			restartDecode(r, true)
+			if err := r.p.OnControlFrom(r.now, 0, r.d.Registration(0, testBootstrap), conn(newConn)); err != nil {
+				t.Fatalf("new process's registration on its connection: %v", err)
+			}
+			r.add("new", 22, prompt(2, 40), 4) // decode gives it the pages the old room had
+			r.stepD()
+			r.deliverControl()
+			for _, o := range held {
+				if err := r.p.OnControlFrom(r.now, o.Rank, o.Frames, conn(oldConn)); err != nil {
+					t.Fatalf("old process's TransferInfo: %v", err)
+				}
+			}
+			r.addP("old", 11, prompt(1, 40))
+			r.settle()
+			if !tc.viaConn {
+				if r.d.ForeignWrites == 0 {
+					t.Fatal("with the connection unknown no old write landed in the new room's pages: the test cannot see the hazard")
+				}
+				return
+			}
+			if r.d.ForeignWrites != 0 {
+				t.Errorf("%d writes for the old process's room landed in the new one's pages", r.d.ForeignWrites)
+			}
+			if n := r.d.Probes().Count(contract.ProbeDecodeChunkStaleAgent); n == 0 {
+				t.Error("no write addressed to the old buffers was refused")
+			}
+			if errs := r.pfin["old"]; len(errs) != 1 || errs[0] == nil {
+				t.Errorf("prefill finished the old room with %v, want one failure", errs)
+			}
+			if got, want := fmt.Sprint(r.answer["new"]), model.Expected(prompt(2, 40), 4); got != want {
+				t.Errorf("new room's answer %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestConnRegistrationsBounded: a peer dialling a new connection for every
+// registration leaves at most maxConnRegs remembered, the newest.
+func TestConnRegistrationsBounded(t *testing.T) {
+	r := newRig(t, rigOpts{wire: contract.WireMooncake})
+	reg := r.d.Registration(0, testBootstrap)
+	for c := uint64(1); c <= maxConnRegs+10; c++ {
+		if err := r.p.OnControlFrom(r.now, 0, reg, c); err != nil {
+			t.Fatalf("registration on connection %d: %v", c, err)
+		}
+	}
+	regs := r.p.ranks[0].connRegs
+	if len(regs) != maxConnRegs {
+		t.Fatalf("%d connections remembered, want %d", len(regs), maxConnRegs)
+	}
+	if _, ok := regs[10]; ok {
+		t.Error("connection 10, among the oldest, is still remembered")
+	}
+	if _, ok := regs[maxConnRegs+10]; !ok {
+		t.Error("the newest connection is not remembered")
+	}
+}
