@@ -64,6 +64,12 @@ type RoomsResponse struct {
 // was opened for where clients reuse a room.
 const createdRid = "created rid="
 
+// DuplicateRidRefusal is in the error a side of the bundled engine answers
+// a request with when it still holds another request of the same rid
+// (SGLang's tokenizer refuses a duplicate request id): what a checker
+// looks for in a refused retry's message.
+const DuplicateRidRefusal = "duplicate rid"
+
 // CreatedFor is the detail's rid part for a room opened for rid.
 func CreatedFor(rid string) string { return createdRid + rid }
 

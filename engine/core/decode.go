@@ -251,7 +251,7 @@ func (d *Decode) Probes() *ProbeCounts { return d.probes }
 func (d *Decode) Add(now time.Time, rid string, room uint64, bootstrap string, tokens []model.Token, maxNew int) error {
 	if _, ok := d.byRid[rid]; ok {
 		d.probes.Hit(contract.ProbeDecodeAddDuplicateRid)
-		return fmt.Errorf("add request %s: duplicate rid", rid)
+		return fmt.Errorf("add request %s: %s", rid, contract.DuplicateRidRefusal)
 	}
 	_, held := d.byRoom[room]
 	_, acking := d.awaiting[room]

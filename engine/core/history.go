@@ -127,7 +127,7 @@ func (h *History) Clear(now time.Time, room uint64, side string, rank int, last 
 		return
 	}
 	r := h.record(now, room, side)
-	r.Events = append(r.Events, contract.Event{At: now, Side: side, Rank: rank, Kind: "clear", State: last.String(), Detail: why})
+	r.Events = append(r.Events, contract.Event{At: now, Side: side, Rank: rank, Kind: contract.RoomEventClear, State: last.String(), Detail: why})
 	r.LastState = last.String()
 	delete(r.Ranks, rank)
 	r.Updated = now

@@ -231,7 +231,7 @@ func (p *Prefill) Probes() *ProbeCounts { return p.probes }
 func (p *Prefill) Add(now time.Time, rid string, room uint64, tokens []model.Token) error {
 	if _, ok := p.byRid[rid]; ok {
 		p.probes.Hit(contract.ProbePrefillAddDuplicateRid)
-		return fmt.Errorf("add request %s: duplicate rid", rid)
+		return fmt.Errorf("add request %s: %s", rid, contract.DuplicateRidRefusal)
 	}
 	if _, ok := p.byRoom[room]; ok {
 		p.probes.Hit(contract.ProbePrefillAddRoomInUse)

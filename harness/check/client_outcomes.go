@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pdchaos/pdchaos/agents/outcome"
@@ -56,6 +57,7 @@ func checkClientOutcomes(v *View) CheckResult {
 		}
 	}
 	bad = append(bad, v.unexplainedErrors(ev)...)
+	bad = append(bad, v.refusedRetries(ev)...)
 	switch {
 	case len(v.Outcomes) == 0:
 		return result(contract.CheckClientOutcomes, Inconclusive, ev, "no request outcome recorded")
@@ -140,4 +142,69 @@ func faultTarget(name string) string {
 		return n.Link
 	}
 	return n.Role
+}
+
+// refusedRetries lists the retries (a second send with the same rid) that
+// the bundled engine refused as a duplicate rid when neither side still
+// held the first send: both had released its room before the retry was
+// sent. A side refuses a rid it holds, as SGLang's tokenizer does; a rid
+// it released is free again, and a retry refused then failed for nothing
+// (a side that never forgets a rid turns every retry into an error, and
+// the rooms all end, so no other check sees it). A side with no record of
+// the first room, or whose record does not name the first request, is
+// taken to hold it.
+func (v *View) refusedRetries(ev map[string]int64) []string {
+	ev["retries_refused_duplicate"], ev["retries_refused_duplicate_held"] = 0, 0
+	if v.Run.Engine == nil || len(v.Run.Engine.Regressions) > 0 || v.Run.BaseWall.IsZero() {
+		return nil
+	}
+	recs := roomsByRole(v)
+	if len(recs) == 0 {
+		return nil
+	}
+	first := map[string]outcome.Outcome{}
+	for _, o := range v.Outcomes {
+		if o.Rid != "" && !o.Retry && o.HasRoom {
+			first[o.Rid] = o
+		}
+	}
+	var bad []string
+	for _, o := range v.Outcomes {
+		if !o.Retry || o.Kind != outcome.KindError || o.Status < 400 || o.Status >= 500 || !strings.Contains(o.Message, contract.DuplicateRidRefusal) {
+			continue
+		}
+		ev["retries_refused_duplicate"]++
+		f, ok := first[o.Rid]
+		sent := v.Run.BaseWall.Add(o.Start)
+		var released []string
+		for _, role := range []string{contract.SidePrefill, contract.SideDecode} {
+			at, ok2 := ridReleased(recs[role][f.Room], o.Rid)
+			if !ok || !ok2 || !at.Before(sent) {
+				break
+			}
+			released = append(released, fmt.Sprintf("%s released it at %v", role, at.Sub(v.Run.BaseWall).Round(time.Millisecond)))
+		}
+		if len(released) < 2 {
+			ev["retries_refused_duplicate_held"]++
+			continue
+		}
+		bad = append(bad, fmt.Sprintf("retry refused as a duplicate rid that neither side held: %s %d turn %d rid %s room %d, sent at %v, first send's room %d: %s",
+			o.Source, o.Agent, o.Turn, o.Rid, o.Room, o.Start.Round(time.Millisecond), f.Room, strings.Join(released, ", ")))
+	}
+	return bad
+}
+
+// ridReleased is when a side's record of a room opened for rid shows the
+// request released: its first clear. False when the record does not name
+// rid or was never cleared.
+func ridReleased(r contract.RoomRecord, rid string) (time.Time, bool) {
+	if got, named := openedFor(r); !named || got != rid {
+		return time.Time{}, false
+	}
+	for _, e := range r.Events {
+		if e.Kind == contract.RoomEventClear {
+			return e.At, true
+		}
+	}
+	return time.Time{}, false
 }

@@ -136,3 +136,60 @@ func TestClientOutcomesUnexplainedErrors(t *testing.T) {
 		})
 	}
 }
+
+// A retry refused as a duplicate rid fails client-outcomes on the bundled
+// engine only when both sides had released the first send's room before
+// the retry was sent; a side still holding it, or with no record of it,
+// explains the refusal.
+func TestClientOutcomesRefusedRetries(t *testing.T) {
+	t.Parallel()
+	s := time.Second
+	base := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	const rid, firstRoom, retryRoom = "r1", 7, 8
+	first := outcome.Outcome{Kind: outcome.KindCancelled, Agent: 2, Turn: 1, Room: firstRoom, HasRoom: true, Start: s, End: 2 * s,
+		Reason: outcome.ReasonCancel, Rid: rid}
+	retry := func(msg string) outcome.Outcome {
+		return outcome.Outcome{Kind: outcome.KindError, Agent: 2, Turn: 1, Room: retryRoom, HasRoom: true, Start: 3 * s, End: 3*s + s/10,
+			Status: 400, Failure: outcome.FailureHTTP, Message: msg, Rid: rid, Retry: true}
+	}
+	refused := retry("add request r1: " + contract.DuplicateRidRefusal)
+	record := func(side string, cleared time.Duration) contract.RoomRecord {
+		es := []contract.Event{{At: base.Add(s), Side: side, Kind: contract.RoomEventStatus, State: contract.StateBootstrapping,
+			Detail: contract.CreatedFor(rid)}}
+		if cleared > 0 {
+			es = append(es, contract.Event{At: base.Add(cleared), Side: side, Kind: contract.RoomEventClear, State: contract.StateFailed})
+		}
+		return contract.RoomRecord{Room: firstRoom, Side: side, Events: es}
+	}
+	own := &contract.EngineConfig{}
+	for _, tc := range []struct {
+		name            string
+		engine          *contract.EngineConfig
+		retry           outcome.Outcome
+		prefill, decode time.Duration // when each side released the first send (0: never)
+		want            Status
+	}{
+		{"both sides released it before the retry", own, refused, 2 * s, 2 * s, Fail},
+		{"decode still held it", own, refused, 2 * s, 0, Pass},
+		{"prefill released it only after the retry was sent", own, refused, 4 * s, 2 * s, Pass},
+		{"another refusal", own, retry("add request r1: prompt too long"), 2 * s, 2 * s, Pass},
+		{"a regression on", &contract.EngineConfig{Regressions: []string{contract.DecodeAbortLeak}}, refused, 2 * s, 2 * s, Pass},
+		{"an external target", nil, refused, 2 * s, 2 * s, Pass},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			evs := []Event{{Run: &RunInfo{Target: "bundled", BaseWall: base, Engine: tc.engine}}, {Outcome: &first}, {Outcome: &tc.retry}}
+			v := NewView(evs)
+			v.Roles["p"], v.Roles["d"] = contract.SidePrefill, contract.SideDecode
+			v.Ended["p"] = map[uint64]contract.RoomRecord{firstRoom: record(contract.SidePrefill, tc.prefill)}
+			v.Ended["d"] = map[uint64]contract.RoomRecord{firstRoom: record(contract.SideDecode, tc.decode)}
+			r := checkClientOutcomes(v)
+			if r.Status != tc.want {
+				t.Fatalf("%s (%s), want %s", r.Status, r.Summary, tc.want)
+			}
+			if tc.want == Fail && !strings.Contains(r.Summary, "neither side held") {
+				t.Errorf("summary %q does not say why", r.Summary)
+			}
+		})
+	}
+}
