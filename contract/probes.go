@@ -76,6 +76,7 @@ const (
 
 	ProbeDecodeAddDuplicateRid
 	ProbeDecodeAddRoomInUse
+	ProbeDecodeAddRoomReleasedRecently
 	ProbeDecodeAddTooLong
 	ProbeDecodeAbort
 	ProbeDecodeAbortUnknown
@@ -361,7 +362,8 @@ func probeTable() []Probe {
 		pp(ProbePrefillNoticeSendFailed, "prefill/notice-send-failed", "a notice to decode is lost: the connection broke while sending"),
 
 		pp(ProbeDecodeAddDuplicateRid, "decode/add-duplicate-rid", "a request whose rid decode already holds is refused"),
-		pp(ProbeDecodeAddRoomInUse, "decode/add-room-in-use", "a request for a room another request holds is refused"),
+		pp(ProbeDecodeAddRoomInUse, "decode/add-room-in-use", "a request for a room another request holds (or whose aborted request's pages wait for prefill's ACK) is refused"),
+		pp(ProbeDecodeAddRoomReleasedRecently, "decode/add-room-released-recently", "a request for a room released less than a waiting timeout ago is refused: prefill's Failed status for the old request, which names the room only, may still come"),
 		pp(ProbeDecodeAddTooLong, "decode/add-too-long", "a prompt that cannot fit in the KV cache is refused"),
 		pp(ProbeDecodeAbort, "decode/abort", "abort_request for a held request: applied on every rank at the next step"),
 		pp(ProbeDecodeAbortUnknown, "decode/abort-unknown-rid", "an abort for a rid decode does not hold (finished, or never added) changes nothing"),

@@ -255,17 +255,20 @@ func (d *Decode) Add(now time.Time, rid string, room uint64, bootstrap string, t
 	}
 	_, held := d.byRoom[room]
 	_, acking := d.awaiting[room]
-	at, recent := d.released[room]
-	if held || acking || recent && now.Sub(at) < d.cfg.WaitingTimeout {
+	if held || acking {
 		// A room whose aborted request's pages wait for prefill's ACK is
 		// still in use: prefill may yet write that request's KV into them,
-		// and a second abort of the room would lose the first's pages. So
-		// is one released less than a waiting timeout ago: prefill's
+		// and a second abort of the room would lose the first's pages.
+		d.probes.Hit(contract.ProbeDecodeAddRoomInUse)
+		return fmt.Errorf("add request %s: room %d already in use", rid, room)
+	}
+	if at, recent := d.released[room]; recent && now.Sub(at) < d.cfg.WaitingTimeout {
+		// So is one released less than a waiting timeout ago: prefill's
 		// Failed status for the old request, sent as it cleared its side,
 		// would fail the new one and free its pages under prefill's
 		// writes (notices name the room only).
-		d.probes.Hit(contract.ProbeDecodeAddRoomInUse)
-		return fmt.Errorf("add request %s: room %d already in use", rid, room)
+		d.probes.Hit(contract.ProbeDecodeAddRoomReleasedRecently)
+		return fmt.Errorf("add request %s: room %d already in use (released %v ago)", rid, room, now.Sub(at).Round(time.Millisecond))
 	}
 	if d.pagesFor(len(tokens)) > d.cfg.Pages {
 		d.probes.Hit(contract.ProbeDecodeAddTooLong)

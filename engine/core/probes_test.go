@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
@@ -163,6 +164,21 @@ func directNotices(r *rig) {
 }
 
 // duplicates sends the messages and requests SGLang may see twice.
+// roomReleasedRecently: a request for a room decode released less than a
+// waiting timeout ago is refused (prefill's Failed status for the old
+// request could still come and would fail it); past that, it is served.
+func roomReleasedRecently(r *rig) {
+	r.add("first", 70, prompt(70, 40), 4)
+	r.settle()
+	if r.d.Add(r.now, "copy", 70, testBootstrap, nil, 1) == nil {
+		r.t.Error("decode accepted a request for a room it released a moment ago")
+	}
+	r.advance(testTimeout + time.Millisecond)
+	r.add("later", 70, prompt(71, 40), 4)
+	r.settle()
+	r.finish()
+}
+
 func duplicates(r *rig) {
 	wire := dialectOf("")
 	a := r.d.cfg.Agents[0]
@@ -407,6 +423,7 @@ func probeCases() []probeCase {
 		{"duplicates", rigOpts{}, duplicates, []string{"prefill/registration-duplicate", "prefill/decode-restarted", "prefill/metadata-duplicate",
 			"prefill/add-duplicate-rid", "prefill/add-room-in-use", "decode/add-duplicate-rid", "decode/add-room-in-use", "decode/add-too-long",
 			"prefill/local-abort-unknown", "decode/abort-unknown-rid"}},
+		{"room-released-recently", rigOpts{}, roomReleasedRecently, []string{"decode/add-room-released-recently"}},
 		{"orphans", rigOpts{}, orphanMetadata, []string{"prefill/orphan-info-swept", "prefill/abort-unknown-room", "prefill/metadata-after-abort", "prefill/tombstone-expired"}},
 		{"failed-before-forward", rigOpts{}, failBeforeForward, []string{"prefill/failed-before-forward", "prefill/local-abort"}},
 		{"abort-before-metadata", rigOpts{}, abortBeforeMetadata, []string{"prefill/metadata-after-failure", "decode/fail-notice"}},
