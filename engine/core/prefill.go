@@ -446,6 +446,12 @@ func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata, conn uint64) e
 			p.probes.Hit(contract.ProbePrefillMetadataAfterFailure)
 			delete(r.unnoticed, m.Room)
 			p.out = append(p.out, Outbound{Rank: rank, To: notifyAddr(m), Frames: p.wire.Status(m.Room, Failed, rank, "failed before its metadata arrived")})
+			// The TransferInfo names the room only: it may be a retry's in
+			// the same room, which decode now fails, whose request reaches
+			// prefill next. That request would wait its bootstrap timeout
+			// for a TransferInfo decode never sends again, so the room is
+			// tombstoned: a request for it meets Failed at once.
+			r.status.Tombstone(now, m.Room)
 			p.hist.NoteEnded(now, m.Room, "prefill", rank, contract.RoomEventFailNotice, "Failed status sent to decode: the room failed before its metadata arrived")
 			return nil
 		}

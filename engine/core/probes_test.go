@@ -145,6 +145,33 @@ func abortBeforeMetadata(r *rig) {
 	r.finish()
 }
 
+// retryMetadataFirst: a request in a room is cancelled on prefill before
+// decode's TransferInfo, then a retry in the same room reaches decode
+// first; its TransferInfo, arriving before its request reaches prefill,
+// is taken for the failed request's (the message names the room only) and
+// answered Failed, so decode fails the retry. The retry's request, when it
+// reaches prefill, must meet Failed at once rather than wait its
+// bootstrap timeout for a TransferInfo decode will not send again.
+func retryMetadataFirst(r *rig) {
+	r.addP("first", 74, prompt(74, 40))
+	r.abortP("first")
+	r.stepP()
+	r.addD("retry", 74, prompt(75, 40), 4)
+	r.stepD()
+	r.deliverControl()
+	r.deliverNotices()
+	r.stepD()
+	if got := r.dfin["retry"]; len(got) != 1 || !errors.Is(got[0], ErrDecodeFailed) {
+		r.t.Errorf("decode finished the retry with %v, want one ErrDecodeFailed", got)
+	}
+	r.addP("retry", 74, prompt(75, 40))
+	r.stepP()
+	if got := r.pfin["retry"]; len(got) != 1 || got[0] == nil {
+		r.t.Errorf("prefill finished the retry with %v at once, want one failure (not a wait for its bootstrap timeout)", got)
+	}
+	r.finish()
+}
+
 // directNotices feeds decode notices it must ignore or refuse.
 func directNotices(r *rig) {
 	wire := dialectOf("")
@@ -427,6 +454,7 @@ func probeCases() []probeCase {
 		{"orphans", rigOpts{}, orphanMetadata, []string{"prefill/orphan-info-swept", "prefill/abort-unknown-room", "prefill/metadata-after-abort", "prefill/tombstone-expired"}},
 		{"failed-before-forward", rigOpts{}, failBeforeForward, []string{"prefill/failed-before-forward", "prefill/local-abort"}},
 		{"abort-before-metadata", rigOpts{}, abortBeforeMetadata, []string{"prefill/metadata-after-failure", "decode/fail-notice"}},
+		{"retry-metadata-first", rigOpts{}, retryMetadataFirst, []string{"prefill/metadata-after-failure", "prefill/created-after-abort"}},
 		{"tp2-duplicate-ack", rigOpts{ranks: 2}, twoRanksDoubleAck, []string{"decode/ack-duplicate", "decode/ack-frees-pages"}},
 		{"client-gone-and-abort-requests", rigOpts{}, clientGoneAndAbortRequests, []string{"prefill/client-gone", "decode/client-gone",
 			"prefill/abort-endpoint", "decode/abort-endpoint", "prefill/local-abort", "decode/abort"}},
