@@ -89,6 +89,13 @@ type caller struct {
 func (c *caller) do(ctx context.Context, d Decision, msgs []model.Message, body []byte) (outcome.Outcome, string) {
 	o := outcome.Outcome{Source: outcome.SourceAgent, Agent: d.Agent, Incarnation: d.Incarnation,
 		Session: d.Session, Turn: d.Turn, Sub: d.Sub, MaxTokens: d.MaxTokens, Planned: d.Cancel, Rid: d.Rid, Retry: d.resent}
+	if d.Room != 0 {
+		// The client chose its bootstrap room: it knows the room before
+		// any answer, so a request cancelled before the response headers
+		// still names it (the room header, when one comes, says what the
+		// gateway used).
+		o.Room, o.HasRoom = d.Room, true
+	}
 	c.counters.begin()
 	sent := time.Now()
 	o.Start = sent.Sub(c.base)

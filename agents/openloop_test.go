@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pdchaos/pdchaos/agents/outcome"
+	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/model"
 	"github.com/pdchaos/pdchaos/internal/fakeserver"
 	"github.com/pdchaos/pdchaos/internal/testkit"
@@ -146,5 +147,43 @@ func TestRequestEndings(t *testing.T) {
 				t.Fatalf("counters: %+v", st)
 			}
 		})
+	}
+}
+
+// A request whose client chose its bootstrap room names that room in its
+// outcome even when it is cancelled before any answer comes (checks match
+// cancels to rooms by it); an answer's room header, when one comes, says
+// which room the gateway used.
+func TestChosenRoomInOutcome(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("answer") == "" {
+			select { // never answers: the client gives up first
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		w.Header().Set(contract.RoomHeader, "77")
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	defer func() {
+		close(release) // the handler may not have seen its client go yet
+		srv.Close()
+	}()
+	tr := newTransport(1)
+	defer tr.CloseIdleConnections()
+	var c Counters
+	cl := caller{client: &http.Client{Transport: tr}, url: srv.URL, base: time.Now(), hang: 5 * time.Second, counters: &c}
+	d := Decision{MaxTokens: 2, Room: 42, Cancel: outcome.CancelQueued, CancelDelay: 20 * time.Millisecond}
+	o, _ := cl.do(t.Context(), d, []model.Message{{Role: "user", Content: "x"}}, []byte(`{}`))
+	if o.Kind != outcome.KindCancelled || !o.HasRoom || o.Room != 42 {
+		t.Fatalf("cancelled before any answer: got kind %s room %d (has %v), want cancelled in room 42", o.Kind, o.Room, o.HasRoom)
+	}
+	cl.url = srv.URL + "?answer=1"
+	o, _ = cl.do(t.Context(), Decision{MaxTokens: 2, Room: 42}, []model.Message{{Role: "user", Content: "x"}}, []byte(`{}`))
+	if !o.HasRoom || o.Room != 77 {
+		t.Fatalf("answered with the gateway's room 77: got room %d (has %v)", o.Room, o.HasRoom)
 	}
 }
