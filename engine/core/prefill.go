@@ -133,6 +133,11 @@ type transferInfo struct {
 	// does not move it.
 	target string
 	at     time.Time
+	// afterFailure: it came for a room prefill had already failed. It
+	// may be a newer request's in the same room (TransferInfos name the
+	// room only), whose own request reaches prefill after this room is
+	// cleared (clear tombstones the room).
+	afterFailure bool
 }
 
 type prefillRank struct {
@@ -482,7 +487,8 @@ func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata, conn uint64) e
 		// under its name since (OnControlFrom).
 		base = reg.KVBase
 	}
-	r.infos[m.Room] = transferInfo{meta: m, kvAddr: peer.KVAddr, target: p.wire.KVTarget(peer.AgentName, base), at: now}
+	r.infos[m.Room] = transferInfo{meta: m, kvAddr: peer.KVAddr, target: p.wire.KVTarget(peer.AgentName, base), at: now,
+		afterFailure: r.status.Has(m.Room) && r.status.Check(m.Room) == Failed}
 	p.hist.Note(now, m.Room, "prefill", rank, contract.RoomEventMetadata, fmt.Sprintf("%d pages from %s", len(m.Pages), m.AgentName))
 	r.status.Update(now, m.Room, WaitingForInput, WriterBootstrap, "metadata arrived")
 	return nil

@@ -51,6 +51,14 @@ func (p *Prefill) clear(now time.Time, req *PrefillReq, final KVPoll, why string
 		if _, ok := r.infos[req.Room]; !ok && final == Failed && p.backstops() {
 			r.unnoticed[req.Room] = now
 		}
+		if info, ok := r.infos[req.Room]; ok && info.afterFailure && final == Failed {
+			// Its Failed answer may have gone to a newer request in the
+			// room, as in onMetadata's answer to a TransferInfo after a
+			// failure: that request must meet Failed at once at prefill,
+			// not wait its bootstrap timeout for a TransferInfo decode
+			// will not send again.
+			r.status.Tombstone(now, req.Room)
+		}
 		delete(r.infos, req.Room)
 		r.status.Clear(now, req.Room, why)
 	}

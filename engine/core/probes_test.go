@@ -172,6 +172,31 @@ func retryMetadataFirst(r *rig) {
 	r.finish()
 }
 
+// retryMetadataOnFailedRoom: as retryMetadataFirst, but the retry's
+// TransferInfo reaches prefill while it still holds the first request,
+// failed by its client's cancel and not yet cleared: prefill files it with
+// that room and answers Failed as it clears it, and the retry's request,
+// arriving next, must meet Failed at once too.
+func retryMetadataOnFailedRoom(r *rig) {
+	r.addP("first", 76, prompt(76, 40))
+	r.p.Abort(r.now, "first") // failed, cleared at the next step
+	r.addD("retry", 76, prompt(77, 40), 4)
+	r.stepD()
+	r.deliverControl()
+	r.stepP()
+	r.deliverNotices()
+	r.stepD()
+	if got := r.dfin["retry"]; len(got) != 1 || !errors.Is(got[0], ErrDecodeFailed) {
+		r.t.Errorf("decode finished the retry with %v, want one ErrDecodeFailed", got)
+	}
+	r.addP("retry", 76, prompt(77, 40))
+	r.stepP()
+	if got := r.pfin["retry"]; len(got) != 1 || got[0] == nil {
+		r.t.Errorf("prefill finished the retry with %v at once, want one failure (not a wait for its bootstrap timeout)", got)
+	}
+	r.finish()
+}
+
 // directNotices feeds decode notices it must ignore or refuse.
 func directNotices(r *rig) {
 	wire := dialectOf("")
@@ -455,6 +480,7 @@ func probeCases() []probeCase {
 		{"failed-before-forward", rigOpts{}, failBeforeForward, []string{"prefill/failed-before-forward", "prefill/local-abort"}},
 		{"abort-before-metadata", rigOpts{}, abortBeforeMetadata, []string{"prefill/metadata-after-failure", "decode/fail-notice"}},
 		{"retry-metadata-first", rigOpts{}, retryMetadataFirst, []string{"prefill/metadata-after-failure", "prefill/created-after-abort"}},
+		{"retry-metadata-on-failed-room", rigOpts{}, retryMetadataOnFailedRoom, []string{"prefill/fail-notice-sent", "prefill/created-after-abort"}},
 		{"tp2-duplicate-ack", rigOpts{ranks: 2}, twoRanksDoubleAck, []string{"decode/ack-duplicate", "decode/ack-frees-pages"}},
 		{"client-gone-and-abort-requests", rigOpts{}, clientGoneAndAbortRequests, []string{"prefill/client-gone", "decode/client-gone",
 			"prefill/abort-endpoint", "decode/abort-endpoint", "prefill/local-abort", "decode/abort"}},
