@@ -24,6 +24,7 @@ const (
 	ProbePrefillDecodeRestarted
 	ProbePrefillMetadataAfterAbort
 	ProbePrefillMetadataAfterFailure
+	ProbePrefillRequestAfterFailNotice
 	ProbePrefillMetadataFromPredecessor
 	ProbePrefillMetadataUnknownAgent
 	ProbePrefillMetadataDuplicate
@@ -311,6 +312,7 @@ func probeTable() []Probe {
 		pp(ProbePrefillDecodeRestarted, "prefill/decode-restarted", "a new agent registered at the notify address of another, or the same Mooncake session_id with new buffers: decode restarted"),
 		pp(ProbePrefillMetadataAfterAbort, "prefill/metadata-after-abort", "TransferInfo for a room decode already aborted (tombstoned) is ignored"),
 		pp(ProbePrefillMetadataAfterFailure, "prefill/metadata-after-failure", "TransferInfo for a room prefill failed and cleared before it arrived (the client's abort came first) is answered Failed at once, not left to decode's waiting timeout"),
+		pp(ProbePrefillRequestAfterFailNotice, "prefill/request-after-fail-notice", "a request for a room whose TransferInfo prefill answered Failed since its last request (the TransferInfo may have been this one's: it names the room only) fails at once, not after its bootstrap timeout"),
 		pp(ProbePrefillMetadataFromPredecessor, "prefill/metadata-from-predecessor", "TransferInfo, under a session_id decode re-registered with new buffers, for a room prefill held before that: it may be the dead process's, whose pages the new one hands out again, so the room is failed rather than written"),
 		pp(ProbePrefillMetadataUnknownAgent, "prefill/metadata-unknown-agent", "TransferInfo from an agent that never registered is refused"),
 		pp(ProbePrefillMetadataDuplicate, "prefill/metadata-duplicate", "a second TransferInfo for a room replaces the first"),

@@ -133,11 +133,6 @@ type transferInfo struct {
 	// does not move it.
 	target string
 	at     time.Time
-	// afterFailure: it came for a room prefill had already failed. It
-	// may be a newer request's in the same room (TransferInfos name the
-	// room only), whose own request reaches prefill after this room is
-	// cleared (clear tombstones the room).
-	afterFailure bool
 }
 
 type prefillRank struct {
@@ -154,6 +149,13 @@ type prefillRank struct {
 	// for the room after, would otherwise wait for it to its waiting
 	// timeout. The metadata, when it comes, is answered Failed.
 	unnoticed map[uint64]time.Time
+	// failNoticed holds rooms whose TransferInfo prefill answered with a
+	// Failed status, by when. A TransferInfo names the room only: it may
+	// have been a newer request's in the same room (a client retrying
+	// into its room), which that status failed on decode, and whose own
+	// request reaches prefill next; decode never sends it another. Add
+	// fails such a request at once (request-after-fail-notice).
+	failNoticed map[uint64]time.Time
 	// connRegs is the registration last sent on each connection, by the
 	// runtime's connection id (OnControlFrom), at most maxConnRegs of the
 	// newest connections.
@@ -221,6 +223,7 @@ func NewPrefill(cfg PrefillConfig, hist *History) *Prefill {
 			pendingAck:  map[uint64]Abort{},
 			pendingFail: map[uint64]Outbound{},
 			unnoticed:   map[uint64]time.Time{},
+			failNoticed: map[uint64]time.Time{},
 		})
 	}
 	return p
@@ -261,6 +264,17 @@ func (p *Prefill) Add(now time.Time, rid string, room uint64, tokens []model.Tok
 		if opened {
 			p.hist.Note(now, room, "prefill", rank, contract.RoomEventRequest, "sender "+contract.CreatedFor(rid))
 		}
+	}
+	for _, r := range p.ranks {
+		// Off with a regression on: the regressions reproduce engines
+		// that predate this defence, in scenarios that reuse rooms.
+		if _, noticed := r.failNoticed[room]; noticed && len(p.cfg.Regressions) == 0 {
+			if _, fresh := r.infos[room]; !fresh {
+				p.probes.Hit(contract.ProbePrefillRequestAfterFailNotice)
+				r.status.Update(now, room, Failed, WriterScheduler, "decode was sent a Failed status for this room's TransferInfo since its last request: it may have been this one's")
+			}
+		}
+		delete(r.failNoticed, room)
 	}
 	p.bootstrapQ = append(p.bootstrapQ, req)
 	return nil
@@ -451,12 +465,7 @@ func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata, conn uint64) e
 			p.probes.Hit(contract.ProbePrefillMetadataAfterFailure)
 			delete(r.unnoticed, m.Room)
 			p.out = append(p.out, Outbound{Rank: rank, To: notifyAddr(m), Frames: p.wire.Status(m.Room, Failed, rank, "failed before its metadata arrived")})
-			// The TransferInfo names the room only: it may be a retry's in
-			// the same room, which decode now fails, whose request reaches
-			// prefill next. That request would wait its bootstrap timeout
-			// for a TransferInfo decode never sends again, so the room is
-			// tombstoned: a request for it meets Failed at once.
-			r.status.Tombstone(now, m.Room)
+			r.failNoticed[m.Room] = now
 			p.hist.NoteEnded(now, m.Room, "prefill", rank, contract.RoomEventFailNotice, "Failed status sent to decode: the room failed before its metadata arrived")
 			return nil
 		}
@@ -487,8 +496,7 @@ func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata, conn uint64) e
 		// under its name since (OnControlFrom).
 		base = reg.KVBase
 	}
-	r.infos[m.Room] = transferInfo{meta: m, kvAddr: peer.KVAddr, target: p.wire.KVTarget(peer.AgentName, base), at: now,
-		afterFailure: r.status.Has(m.Room) && r.status.Check(m.Room) == Failed}
+	r.infos[m.Room] = transferInfo{meta: m, kvAddr: peer.KVAddr, target: p.wire.KVTarget(peer.AgentName, base), at: now}
 	p.hist.Note(now, m.Room, "prefill", rank, contract.RoomEventMetadata, fmt.Sprintf("%d pages from %s", len(m.Pages), m.AgentName))
 	r.status.Update(now, m.Room, WaitingForInput, WriterBootstrap, "metadata arrived")
 	return nil

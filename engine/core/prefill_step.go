@@ -37,6 +37,7 @@ func (p *Prefill) failAll(now time.Time, room uint64, why string) {
 func (p *Prefill) clear(now time.Time, req *PrefillReq, final KVPoll, why string) {
 	for rank, r := range p.ranks {
 		if info, ok := r.infos[req.Room]; ok && final == Failed {
+			r.failNoticed[req.Room] = now // the TransferInfo may be a newer request's
 			o := Outbound{Rank: rank, To: notifyAddr(info.meta), Frames: p.wire.Status(req.Room, Failed, rank, why)}
 			if p.holding(rank, req.Room) {
 				p.probes.Hit(contract.ProbePrefillFailNoticeDeferred)
@@ -50,14 +51,6 @@ func (p *Prefill) clear(now time.Time, req *PrefillReq, final KVPoll, why string
 		}
 		if _, ok := r.infos[req.Room]; !ok && final == Failed && p.backstops() {
 			r.unnoticed[req.Room] = now
-		}
-		if info, ok := r.infos[req.Room]; ok && info.afterFailure && final == Failed {
-			// Its Failed answer may have gone to a newer request in the
-			// room, as in onMetadata's answer to a TransferInfo after a
-			// failure: that request must meet Failed at once at prefill,
-			// not wait its bootstrap timeout for a TransferInfo decode
-			// will not send again.
-			r.status.Tombstone(now, req.Room)
 		}
 		delete(r.infos, req.Room)
 		r.status.Clear(now, req.Room, why)
@@ -223,6 +216,11 @@ func (p *Prefill) sweep(now time.Time) {
 		}
 		memory := contract.FailureMemory(contract.EngineConfig{BootstrapTimeout: p.cfg.BootstrapTimeout})
 		r.status.ExpireTombstones(now, memory)
+		for room, at := range r.failNoticed {
+			if now.Sub(at) > memory {
+				delete(r.failNoticed, room)
+			}
+		}
 		for room, at := range r.unnoticed {
 			// Decode's metadata follows its request within a bootstrap
 			// timeout, or decode has failed the room itself by then.

@@ -197,6 +197,30 @@ func retryMetadataOnFailedRoom(r *rig) {
 	r.finish()
 }
 
+// retryMetadataBeforeFirst: the retry's TransferInfo reaches prefill
+// before even the first request does; the first, cancelled, takes it and
+// clears the room Failed, telling decode, which fails the retry; the
+// retry's request, arriving next, must meet Failed at once too.
+func retryMetadataBeforeFirst(r *rig) {
+	r.addD("retry", 78, prompt(79, 40), 4)
+	r.stepD()
+	r.deliverControl()
+	r.addP("first", 78, prompt(78, 40))
+	r.p.Abort(r.now, "first")
+	r.stepP()
+	r.deliverNotices()
+	r.stepD()
+	if got := r.dfin["retry"]; len(got) != 1 || !errors.Is(got[0], ErrDecodeFailed) {
+		r.t.Errorf("decode finished the retry with %v, want one ErrDecodeFailed", got)
+	}
+	r.addP("retry", 78, prompt(79, 40))
+	r.stepP()
+	if got := r.pfin["retry"]; len(got) != 1 || got[0] == nil {
+		r.t.Errorf("prefill finished the retry with %v at once, want one failure (not a wait for its bootstrap timeout)", got)
+	}
+	r.finish()
+}
+
 // directNotices feeds decode notices it must ignore or refuse.
 func directNotices(r *rig) {
 	wire := dialectOf("")
@@ -479,8 +503,9 @@ func probeCases() []probeCase {
 		{"orphans", rigOpts{}, orphanMetadata, []string{"prefill/orphan-info-swept", "prefill/abort-unknown-room", "prefill/metadata-after-abort", "prefill/tombstone-expired"}},
 		{"failed-before-forward", rigOpts{}, failBeforeForward, []string{"prefill/failed-before-forward", "prefill/local-abort"}},
 		{"abort-before-metadata", rigOpts{}, abortBeforeMetadata, []string{"prefill/metadata-after-failure", "decode/fail-notice"}},
-		{"retry-metadata-first", rigOpts{}, retryMetadataFirst, []string{"prefill/metadata-after-failure", "prefill/created-after-abort"}},
-		{"retry-metadata-on-failed-room", rigOpts{}, retryMetadataOnFailedRoom, []string{"prefill/fail-notice-sent", "prefill/created-after-abort"}},
+		{"retry-metadata-first", rigOpts{}, retryMetadataFirst, []string{"prefill/metadata-after-failure", "prefill/request-after-fail-notice"}},
+		{"retry-metadata-on-failed-room", rigOpts{}, retryMetadataOnFailedRoom, []string{"prefill/fail-notice-sent", "prefill/request-after-fail-notice"}},
+		{"retry-metadata-before-first", rigOpts{}, retryMetadataBeforeFirst, []string{"prefill/fail-notice-sent", "prefill/request-after-fail-notice"}},
 		{"tp2-duplicate-ack", rigOpts{ranks: 2}, twoRanksDoubleAck, []string{"decode/ack-duplicate", "decode/ack-frees-pages"}},
 		{"client-gone-and-abort-requests", rigOpts{}, clientGoneAndAbortRequests, []string{"prefill/client-gone", "decode/client-gone",
 			"prefill/abort-endpoint", "decode/abort-endpoint", "prefill/local-abort", "decode/abort"}},
