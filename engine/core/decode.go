@@ -199,6 +199,15 @@ type Decode struct {
 	names  map[string]agentName
 	// beats counts each prefill peer's missed heartbeats (OnHeartbeat).
 	beats Heartbeat
+	// quiet says whether pollTransfers may skip its scan when nothing it
+	// reads moved (no regression is on: each changes what the scan does);
+	// polled is the rank tables' status changes summed when the last full
+	// scan began, due the earliest MetaSent of the rooms it left in
+	// transfer, and joined whether rooms entered transfer since.
+	quiet  bool
+	polled uint64
+	due    time.Time
+	joined bool
 
 	// TransferFailed counts requests whose transfer failed or timed out.
 	TransferFailed int64
@@ -227,6 +236,8 @@ func NewDecode(cfg DecodeConfig, hist *History) *Decode {
 	}
 	d := &Decode{cfg: cfg, byRid: map[string]*DecodeReq{}, byRoom: map[uint64]*DecodeReq{}, awaiting: map[uint64]*awaitingAck{}, released: map[uint64]time.Time{}, hist: hist, wire: dialectOf(cfg.Wire), probes: cfg.Probes,
 		epochs: map[string]int{}, names: map[string]agentName{}}
+	d.quiet = len(cfg.Regressions.List()) == 0
+	d.joined = true
 	per := model.KVBytesPerToken / cfg.Ranks
 	for r := range cfg.Ranks {
 		st := NewStatusTable("decode", r, cfg.Regressions, hist)

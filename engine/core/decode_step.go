@@ -207,6 +207,7 @@ func (d *Decode) preallocate(now time.Time) {
 				rk.prealloc = remove(rk.prealloc, req)
 				rk.transfer = append(rk.transfer, req)
 			}
+			d.joined = true
 			continue
 		}
 		n := d.pagesFor(len(req.Tokens))
@@ -235,6 +236,7 @@ func (d *Decode) preallocate(now time.Time) {
 			rk.prealloc = remove(rk.prealloc, req)
 			rk.transfer = append(rk.transfer, req)
 		}
+		d.joined = true
 		req.MetaSent = now
 		d.hist.Note(now, req.Room, "decode", 0, contract.RoomEventMetadataSent, fmt.Sprintf("%d pages per rank", n))
 	}
@@ -250,7 +252,30 @@ func (d *Decode) failedOnAnyRank(room uint64) bool {
 	return false
 }
 
+// StatusChanges is a count that moves whenever a room's status changes on
+// any rank (set, changed or removed): a runtime need not wake the
+// scheduler for an event that left it where it was, since the scheduler
+// acts on statuses, its own queues and deadlines only.
+func (d *Decode) StatusChanges() uint64 {
+	var n uint64
+	for _, rk := range d.ranks {
+		n += rk.status.changes
+	}
+	return n
+}
+
+// pollTransfers ends the transfers whose room reached Success or Failed
+// (on the MIN over ranks) or passed its waiting deadline. A scan that
+// would find nothing is skipped: with no regression on, a room left in
+// transfer by the last scan read neither Success nor Failed then, so
+// until a status changes, a room joins or the earliest deadline passes,
+// every room would read the same and none is due.
 func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
+	if d.quiet && !d.joined && d.StatusChanges() == d.polled && now.Sub(d.due) <= d.cfg.WaitingTimeout {
+		return nil
+	}
+	d.polled, d.joined = d.StatusChanges(), false
+	defer d.noteDue()
 	var fin []DecodeFinish
 	for _, req := range append([]*DecodeReq(nil), d.ranks[0].transfer...) {
 		s := Success
@@ -301,6 +326,17 @@ func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
 		}
 	}
 	return fin
+}
+
+// noteDue records the earliest MetaSent of the rooms in transfer, after
+// a full scan.
+func (d *Decode) noteDue() {
+	d.due = time.Time{}
+	for i, req := range d.ranks[0].transfer {
+		if i == 0 || req.MetaSent.Before(d.due) {
+			d.due = req.MetaSent
+		}
+	}
 }
 
 // applyAbort removes the request from every rank's queues at once, tells

@@ -66,6 +66,10 @@ type StatusTable struct {
 	// expiredAt and ttl are the last ExpireTombstones (tables.go).
 	expiredAt time.Time
 	ttl       time.Duration
+	// changes counts every change to status (an entry set, changed or
+	// removed), so a scheduler can tell that no room's status moved
+	// since it last looked at them all.
+	changes uint64
 }
 
 // hit counts a status-table probe: onPrefill when the table is prefill's,
@@ -110,6 +114,7 @@ func (t *StatusTable) Update(now time.Time, room uint64, s KVPoll, w Writer, why
 		case t.isTombstoned(room):
 			t.hit(contract.ProbePrefillCreatedAfterAbort, contract.ProbeDecodeStatusUnexpected)
 			t.status[room] = Failed
+			t.changes++
 			t.hist.Add(now, room, t.side, t.rank, "status", Failed, string(w)+": "+why+" (aborted earlier)")
 			return
 		}
@@ -119,6 +124,7 @@ func (t *StatusTable) Update(now time.Time, room uint64, s KVPoll, w Writer, why
 			t.hit(contract.ProbePrefillLateWriteReinserts, contract.ProbeDecodeStatusUnexpected)
 		}
 		t.status[room] = s
+		t.changes++
 		t.hist.Add(now, room, t.side, t.rank, "status", s, string(w)+": "+why)
 		return
 	}
@@ -139,6 +145,7 @@ func (t *StatusTable) Update(now time.Time, room uint64, s KVPoll, w Writer, why
 	}
 	if next != cur {
 		t.status[room] = next
+		t.changes++
 		t.hist.Add(now, room, t.side, t.rank, "status", next, string(w)+": "+why)
 	}
 }
@@ -186,6 +193,7 @@ func (t *StatusTable) Has(room uint64) bool {
 func (t *StatusTable) Clear(now time.Time, room uint64, why string) {
 	if s, ok := t.status[room]; ok {
 		delete(t.status, room)
+		t.changes++
 		t.hist.Clear(now, room, t.side, t.rank, s, why)
 	}
 }
@@ -196,6 +204,7 @@ func (t *StatusTable) Clear(now time.Time, room uint64, why string) {
 func (t *StatusTable) Drop(now time.Time, room uint64, why string) {
 	if s, ok := t.status[room]; ok {
 		delete(t.status, room)
+		t.changes++
 		reads := Failed
 		if t.reg.On(contract.UnknownRoomWaiting) {
 			reads = WaitingForInput
