@@ -369,6 +369,7 @@ func (d *Decode) serveKV(rank int, conn net.Conn) {
 			return
 		}
 		var active bool
+		before := d.core.StatusChanges()
 		// The name is checked before anything is written, as NIXL refuses
 		// a write to a remote agent it dropped.
 		if !d.core.AdmitKV(time.Now(), rank, m.room, int(m.id), m.agent) {
@@ -378,8 +379,13 @@ func (d *Decode) serveKV(rank int, conn net.Conn) {
 		} else {
 			active = d.core.OnAux(time.Now(), rank, m.room)
 		}
+		moved := d.core.StatusChanges() != before
 		d.mu.Unlock()
-		d.kick()
+		// The scheduler acts on statuses: a message that moved none (every
+		// chunk but the one completing a room) has nothing for it.
+		if moved || !active {
+			d.kick()
+		}
 		reply := byte(kvAccepted)
 		if !active {
 			reply = kvInactive

@@ -349,7 +349,9 @@ func (p *Prefill) workerLoop(rank, w int) {
 			return
 		}
 		p.mu.Lock()
+		before := p.core.StatusChanges()
 		send := p.core.WorkerSend(time.Now(), rank, w)
+		moved := p.core.StatusChanges() != before
 		p.mu.Unlock()
 		var err error
 		if send {
@@ -368,11 +370,18 @@ func (p *Prefill) workerLoop(rank, w int) {
 			}
 		}
 		p.mu.Lock()
+		before = p.core.StatusChanges()
 		p.core.WorkerEnd(time.Now(), rank, w, err)
+		moved = moved || p.core.StatusChanges() != before
 		out := p.core.TakeOutbound()
 		p.mu.Unlock()
 		p.sendOut(out)
-		p.kick(p.wake)
+		// The scheduler acts on statuses (and its own deadlines, on its
+		// tick): a chunk that moved none, the common case of every chunk
+		// but a room's first and last, has nothing for it.
+		if moved || !send {
+			p.kick(p.wake)
+		}
 	}
 }
 

@@ -88,6 +88,18 @@ func (d *Decode) Tables(rank int) Tables {
 	return t
 }
 
+// StatusChanges is a count that moves whenever a room's status changes on
+// any rank (set, changed or removed): a runtime need not wake the
+// scheduler for an event that left it where it was, since the scheduler
+// acts on statuses and deadlines only.
+func (p *Prefill) StatusChanges() uint64 {
+	var n uint64
+	for _, r := range p.ranks {
+		n += r.status.changes
+	}
+	return n
+}
+
 func (p *Prefill) statusTables() []*StatusTable {
 	out := make([]*StatusTable, len(p.ranks))
 	for i, r := range p.ranks {
