@@ -70,6 +70,10 @@ type helloRef struct {
 type decodeStream struct {
 	tokens chan core.TokenOut
 	done   chan error
+	// last is signalled once the Done token is queued on tokens, which
+	// holds every token of the answer: a handler that answers only at
+	// the end waits for it instead of waking for each token.
+	last chan struct{}
 }
 
 // DecodeAddrs are the addresses a decode role listens on.
@@ -266,6 +270,7 @@ func (d *Decode) schedulerLoop() {
 			if s, ok := d.streams[t.Rid]; ok {
 				s.tokens <- t
 				if t.Done {
+					s.last <- struct{}{}
 					delete(d.streams, t.Rid)
 				}
 			}

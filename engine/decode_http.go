@@ -117,7 +117,7 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tokens := model.Tokenize(req.Text)
-	st := &decodeStream{tokens: make(chan core.TokenOut, maxNew+1), done: make(chan error, 1)}
+	st := &decodeStream{tokens: make(chan core.TokenOut, maxNew+1), done: make(chan error, 1), last: make(chan struct{}, 1)}
 	d.mu.Lock()
 	err := d.core.Add(time.Now(), rid, room, bootstrap, tokens, maxNew)
 	if err == nil {
@@ -140,7 +140,15 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	meta := contract.MetaInfo{ID: rid, PromptTokens: len(tokens), BootstrapRoom: room}
 	flusher, _ := w.(http.Flusher)
 	started := false
+	// A streamed answer takes each token as it comes; a plain one is
+	// written at the end, so its handler wakes once, when the last token
+	// is queued, and takes them all then.
+	next, last := st.tokens, (chan struct{})(nil)
+	if !req.Stream {
+		next, last = nil, st.last
+	}
 	for {
+		var t core.TokenOut
 		select {
 		case <-r.Context().Done():
 			clientGone()
@@ -162,35 +170,42 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 				flusher.Flush()
 			}
 			return
-		case t := <-st.tokens:
+		case <-last:
+			// Every token is queued, the Done token last.
+			for t = range st.tokens {
+				text.WriteString(t.Piece)
+				if t.Done {
+					break
+				}
+			}
+			meta.CompletionTokens = t.Index + 1
+			meta.FinishReason = &contract.FinishReason{Type: "length", Length: meta.CompletionTokens}
+			writeJSON(w, contract.GenerateChunk{Text: text.String(), MetaInfo: meta})
+			return
+		case t = <-next: // streamed only
 			text.WriteString(t.Piece)
 			meta.CompletionTokens = t.Index + 1
 			if t.Done {
 				meta.FinishReason = &contract.FinishReason{Type: "length", Length: meta.CompletionTokens}
 			}
-			if req.Stream {
-				if !started {
-					w.Header().Set("Content-Type", "text/event-stream")
-					w.Header().Set("Cache-Control", "no-cache")
-					started = true
-				}
-				b, _ := json.Marshal(contract.GenerateChunk{Text: text.String(), MetaInfo: meta})
-				fmt.Fprintf(w, "data: %s\n\n", b)
-				if t.Done {
-					fmt.Fprint(w, "data: [DONE]\n\n")
-				}
-				// One flush per batch of ready tokens, not per token: a
-				// write syscall per token was most of decode's CPU with the
-				// model at full speed; a token waits only for those already
-				// queued behind it.
-				if flusher != nil && (t.Done || len(st.tokens) == 0) {
-					flusher.Flush()
-				}
+			if !started {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.Header().Set("Cache-Control", "no-cache")
+				started = true
+			}
+			b, _ := json.Marshal(contract.GenerateChunk{Text: text.String(), MetaInfo: meta})
+			fmt.Fprintf(w, "data: %s\n\n", b)
+			if t.Done {
+				fmt.Fprint(w, "data: [DONE]\n\n")
+			}
+			// One flush per batch of ready tokens, not per token: a
+			// write syscall per token was most of decode's CPU with the
+			// model at full speed; a token waits only for those already
+			// queued behind it.
+			if flusher != nil && (t.Done || len(st.tokens) == 0) {
+				flusher.Flush()
 			}
 			if t.Done {
-				if !req.Stream {
-					writeJSON(w, contract.GenerateChunk{Text: text.String(), MetaInfo: meta})
-				}
 				return
 			}
 		}
