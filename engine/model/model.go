@@ -10,6 +10,7 @@ package model
 import (
 	"encoding/binary"
 	"strings"
+	"unicode/utf8"
 )
 
 // KVBytesPerToken is the size of one token's KV entry. Small enough that long
@@ -25,16 +26,55 @@ type Token uint32
 // Tokenize splits text on whitespace and maps each word to a token id. Empty
 // text gives one token so that every request has a KV entry to transfer.
 func Tokenize(text string) []Token {
-	words := strings.Fields(text)
-	if len(words) == 0 {
+	// The words as strings.Fields splits them, mapped as they are found
+	// rather than collected first: a prompt's word slice was a tenth of
+	// the engine's allocation. ASCII text (every prompt the harness
+	// sends) is split by hand, as strings.Fields does.
+	n, ascii, inWord := 0, true, false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+		space := asciiSpace[c] != 0
+		if !space && !inWord {
+			n++
+		}
+		inWord = !space
+	}
+	if !ascii {
+		n = 0
+		for range strings.FieldsSeq(text) {
+			n++
+		}
+	}
+	if n == 0 {
 		return []Token{0}
 	}
-	out := make([]Token, len(words))
-	for i, w := range words {
-		out[i] = Token(fnv32(w))
+	out := make([]Token, 0, n)
+	if !ascii {
+		for w := range strings.FieldsSeq(text) {
+			out = append(out, Token(fnv32(w)))
+		}
+		return out
+	}
+	start := -1
+	for i := 0; i <= len(text); i++ {
+		if i == len(text) || asciiSpace[text[i]] != 0 {
+			if start >= 0 {
+				out = append(out, Token(fnv32(text[start:i])))
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
 	}
 	return out
 }
+
+// asciiSpace marks the ASCII bytes unicode.IsSpace holds for.
+var asciiSpace = [256]uint8{'\t': 1, '\n': 1, '\v': 1, '\f': 1, '\r': 1, ' ': 1}
 
 // KV writes the KV entry of token t at position pos into dst, which must hold
 // KVBytesPerToken bytes.

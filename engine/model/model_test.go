@@ -198,3 +198,23 @@ func TestDigestIsSeed(t *testing.T) {
 		t.Fatal("empty digest differs from Seed(nil)")
 	}
 }
+
+// TestTokenizeSplitsAsFields holds Tokenize to the words strings.Fields
+// finds, on ASCII text (split by hand) and on text with Unicode spaces.
+func TestTokenizeSplitsAsFields(t *testing.T) {
+	t.Parallel()
+	for _, text := range []string{"", " ", "a", " a", "a ", "\va\fb\rc\x00d", "héllo wörld", "a\u00a0b\u0085c\u2003d", "x\u3000 y", words(3, 50) + "\t\n"} {
+		var want []Token
+		for _, w := range strings.Fields(text) {
+			h := fnv.New32a()
+			h.Write([]byte(w))
+			want = append(want, Token(h.Sum32()))
+		}
+		if len(want) == 0 {
+			want = []Token{0}
+		}
+		if got := Tokenize(text); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("Tokenize(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
