@@ -356,8 +356,9 @@ func (d *Decode) serveKV(rank int, conn net.Conn) {
 	defer d.kvConns.Delete(conn)
 	defer conn.Close()
 	r, w := bufio.NewReader(conn), bufio.NewWriter(conn)
+	var scratch kvScratch // what the core copies into its pages, read into one buffer
 	for {
-		m, err := readKV(r)
+		m, err := readKVInto(r, &scratch)
 		if err != nil {
 			// A clean close between messages, or our own Close, is not
 			// the peer's fault; a broken or cut message is.

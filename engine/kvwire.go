@@ -104,7 +104,48 @@ const kvEager = 64 << 10
 // between messages; a message cut short is io.ErrUnexpectedEOF, one that
 // breaks the format wraps errKVMalformed. Memory grows with the bytes
 // received, never with the sizes a header announces.
-func readKV(r *bufio.Reader) (kvMsg, error) {
+func readKV(r *bufio.Reader) (kvMsg, error) { return readKVInto(r, nil) }
+
+// kvScratch is a reader's buffers for the messages it reads one at a
+// time: pages and payloads of up to kvEager bytes are read into them, so
+// a connection's steady stream of chunks allocates nothing per message.
+type kvScratch struct {
+	raw     []byte
+	pages   []uint32
+	payload []byte
+}
+
+// rawBuf and payloadBuf return a buffer of n bytes for the message's
+// page list and payload; nil (for readN to allocate) with no scratch or
+// over kvEager.
+func (s *kvScratch) rawBuf(n int64) []byte {
+	if s == nil {
+		return nil
+	}
+	return grown(&s.raw, n)
+}
+
+func (s *kvScratch) payloadBuf(n int64) []byte {
+	if s == nil {
+		return nil
+	}
+	return grown(&s.payload, n)
+}
+
+func grown(b *[]byte, n int64) []byte {
+	if n > kvEager {
+		return nil
+	}
+	if int64(cap(*b)) < n {
+		*b = make([]byte, n)
+	}
+	return (*b)[:n]
+}
+
+// readKVInto is readKV reading into s's buffers where it can (s may be
+// nil): the message's pages and payload are valid until the next read
+// with s.
+func readKVInto(r *bufio.Reader, s *kvScratch) (kvMsg, error) {
 	var m kvMsg
 	var h [24]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
@@ -123,12 +164,19 @@ func readKV(r *bufio.Reader) (kvMsg, error) {
 	if n > maxKVPages {
 		return m, fmt.Errorf("read kv message: %w: %d pages is over the limit of %d", errKVMalformed, n, maxKVPages)
 	}
-	raw, err := readN(r, int64(n)*4)
+	raw, err := readNInto(r, int64(n)*4, s.rawBuf(int64(n)*4))
 	if err != nil {
 		return m, fmt.Errorf("read kv message pages: %w", err)
 	}
 	if n > 0 {
-		m.pages = make([]uint32, n)
+		if s != nil && cap(s.pages) >= int(n) {
+			m.pages = s.pages[:n]
+		} else {
+			m.pages = make([]uint32, n)
+			if s != nil {
+				s.pages = m.pages
+			}
+		}
 		for i := range m.pages {
 			m.pages[i] = binary.BigEndian.Uint32(raw[4*i:])
 		}
@@ -141,7 +189,7 @@ func readKV(r *bufio.Reader) (kvMsg, error) {
 	if pl > maxKVPayload {
 		return m, fmt.Errorf("read kv message: %w: payload of %d bytes is over the limit of %d", errKVMalformed, pl, maxKVPayload)
 	}
-	if m.payload, err = readN(r, int64(pl)); err != nil {
+	if m.payload, err = readNInto(r, int64(pl), s.payloadBuf(int64(pl))); err != nil {
 		return m, fmt.Errorf("read kv message payload: %w", err)
 	}
 	var al [2]byte
@@ -170,6 +218,15 @@ func readN(r io.Reader, n int64) ([]byte, error) {
 		return nil, unexpected(err)
 	}
 	return buf.Bytes(), nil
+}
+
+// readNInto is readN into b when b is not nil (it holds exactly n bytes).
+func readNInto(r io.Reader, n int64, b []byte) ([]byte, error) {
+	if b == nil {
+		return readN(r, n)
+	}
+	_, err := io.ReadFull(r, b)
+	return b, unexpected(err)
 }
 
 // unexpected turns io.EOF inside a message into io.ErrUnexpectedEOF.

@@ -76,6 +76,22 @@ func FuzzReadKV(f *testing.F) {
 		if !errors.Is(last, io.EOF) && !errors.Is(last, io.ErrUnexpectedEOF) && !errors.Is(last, errKVMalformed) {
 			t.Fatalf("stream ended with %v: neither EOF, truncation nor malformed", last)
 		}
+		// serveKV's reads, through one scratch: the same messages, each
+		// whole until the next read, and the same end.
+		var scratch kvScratch
+		r := bufio.NewReader(bytes.NewReader(in))
+		for i := 0; ; i++ {
+			m, err := readKVInto(r, &scratch)
+			if err != nil {
+				if i != len(msgs) || err.Error() != last.Error() {
+					t.Fatalf("with a scratch: message %d ends with %v, want %d messages then %v", i, err, len(msgs), last)
+				}
+				break
+			}
+			if i >= len(msgs) || !sameKV(m, msgs[i]) {
+				t.Fatalf("with a scratch: message %d reads as %+v", i, m)
+			}
+		}
 		d := core.NewDecode(core.DecodeConfig{Pages: 64}, nil)
 		now := time.Unix(0, 0)
 		for _, m := range msgs {
