@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -44,16 +46,71 @@ const maxBodyTail = 64 << 10
 // body's last chunk) came in a later read left the client's cancel unseen
 // until the handler returned: a generate run to its end for nobody.
 // The body is cut at maxRequestBody (w closes the connection then).
+//
+// v must be a pointer to a zero value. A body under maxBodyTail bytes (every
+// request the engine's roles send each other) is read whole in one buffer
+// sized by its Content-Length and unmarshalled from there; when that fails
+// (not one JSON value, or trailing bytes a decoder leaves unread) v is
+// zeroed and the body decoded as a stream from its bytes, so what v holds
+// and the error are the decoder's whatever the path.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	r.Body = http.MaxBytesReader(w, r.Body, maxRequestBody)
-	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+	size := 512
+	if r.ContentLength >= 0 && r.ContentLength < maxBodyTail {
+		size = int(r.ContentLength) + 1 // room to read the EOF
+	}
+	buf := make([]byte, 0, size)
+	head := io.LimitReader(r.Body, maxBodyTail)
+	var readErr error
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := head.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			readErr = err
+			break
+		}
+	}
+	var rest io.Reader
+	switch {
+	case readErr != nil:
+		rest = errReader{readErr}
+	case len(buf) == maxBodyTail:
+		rest = r.Body // perhaps more: the head was all that was read
+	default:
+		if json.Unmarshal(buf, v) == nil {
+			return nil
+		}
+		reflect.ValueOf(v).Elem().SetZero()
+	}
+	src := io.Reader(bytes.NewReader(buf))
+	if rest != nil {
+		src = io.MultiReader(src, rest)
+	}
+	return decodeJSONStream(src, v)
+}
+
+// decodeJSONStream decodes the first JSON value of body into v, then reads up
+// to maxBodyTail more bytes of it.
+func decodeJSONStream(body io.Reader, v any) error {
+	if err := json.NewDecoder(body).Decode(v); err != nil {
 		return err
 	}
-	if _, err := io.Copy(io.Discard, io.LimitReader(r.Body, maxBodyTail)); err != nil {
+	if _, err := io.Copy(io.Discard, io.LimitReader(body, maxBodyTail)); err != nil {
 		return fmt.Errorf("read the body's end: %w", err)
 	}
 	return nil
 }
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -2,9 +2,12 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -150,4 +153,44 @@ func (b neverEnding) Read(p []byte) (int, error) {
 		p[i] = byte(b)
 	}
 	return len(p), nil
+}
+
+// readJSON reads a small body whole and unmarshals it; whatever the body,
+// v and the error must be what decoding it as a stream gives (the way it
+// was read before), trailing bytes and type errors included.
+func TestReadJSONAsTheStreamDecoder(t *testing.T) {
+	t.Parallel()
+	type inner struct {
+		N *uint64 `json:"n"`
+	}
+	type body struct {
+		Text  string          `json:"text"`
+		Rid   string          `json:"rid,omitempty"`
+		In    inner           `json:"in"`
+		Raw   json.RawMessage `json:"raw"`
+		Count int             `json:"count"`
+	}
+	big := `{"text":"` + strings.Repeat("a", maxBodyTail) + `"}`
+	for _, in := range []string{
+		`{"text":"hi","rid":"r1","in":{"n":7},"raw":[1,{"a":"b"}],"count":3}`,
+		`{"text":"hi"}` + "\n", ` {"TEXT":"case"} `, `{"text":"hi"} {"text":"second"}`, `{"text":"hi"}garbage`,
+		`{"text":5,"rid":"after"}`, `{"count":"x","text":"kept"}`, `{"text":"cut`, `hello`, ``, `null`, `[]`,
+		`{"text":"\u00e9\ud83d\ude00"}`, big, big + "x",
+	} {
+		var want, got body
+		wantErr := decodeJSONStream(strings.NewReader(in), &want)
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(in))
+		gotErr := readJSON(rec, req, &got)
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
+			t.Errorf("body %.40q: got %+v (%v), want %+v (%v)", in, got, gotErr, want, wantErr)
+		}
+		// The same without a Content-Length (a chunked body).
+		var chunked body
+		req = httptest.NewRequest(http.MethodPost, "/", io.MultiReader(strings.NewReader(in)))
+		req.ContentLength = -1
+		if err := readJSON(rec, req, &chunked); fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(chunked, want) {
+			t.Errorf("chunked body %.40q: got %+v (%v), want %+v (%v)", in, chunked, err, want, wantErr)
+		}
+	}
 }
