@@ -54,6 +54,7 @@ type Decode struct {
 	kvConns sync.Map
 
 	schedGate gate.Gate
+	regressed bool // some regression is on
 	requests  atomic.Int64
 	tokens    atomic.Int64
 	ridSeq    atomic.Uint64
@@ -98,7 +99,7 @@ func startDecode(ctx context.Context, cfg contract.EngineConfig, addrs DecodeAdd
 	}
 	d := &Decode{cfg: cfg, log: log.With("role", "decode"), links: links, hist: core.NewHistory(2000),
 		streams: map[string]*decodeStream{}, routes: map[string][]string{}, hello: map[string]helloRef{},
-		wake: make(chan struct{}, 1), probes: &core.ProbeCounts{}}
+		wake: make(chan struct{}, 1), probes: &core.ProbeCounts{}, regressed: len(reg.List()) > 0}
 	d.ctx, d.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	d.control = newPushPool(d.ctx, links, d.helloFor, d.probes, contract.SideDecode, cfg.PushQueueLen)
 	tr := &http.Transport{DialContext: links.dial, MaxIdleConnsPerHost: 4}
@@ -388,8 +389,9 @@ func (d *Decode) serveKV(rank int, conn net.Conn) {
 		moved := d.core.StatusChanges() != before
 		d.mu.Unlock()
 		// The scheduler acts on statuses: a message that moved none (every
-		// chunk but the one completing a room) has nothing for it.
-		if moved || !active {
+		// chunk but the one completing a room) has nothing for it. With a
+		// regression on it is woken after every message, as it always was.
+		if moved || !active || d.regressed {
 			d.kick()
 		}
 		reply := byte(kvAccepted)

@@ -58,6 +58,7 @@ type Prefill struct {
 	// failing a write of a room decode's successor holds.
 	kvEpoch      atomic.Uint64
 	restartsSeen int64
+	regressed    bool // some regression is on
 	probes       *core.ProbeCounts
 	gauges       *gaugeLog // what /metrics exports (set up with the routes)
 }
@@ -89,7 +90,7 @@ func startPrefill(ctx context.Context, cfg contract.EngineConfig, addrs PrefillA
 		core: core.NewPrefill(core.PrefillConfig{Ranks: cfg.TP, Workers: cfg.TransferWorkers, PageSize: cfg.PageSize,
 			ChunkPages: cfg.ChunkPages, PostedWrites: cfg.KVPostedWrites, BootstrapTimeout: cfg.BootstrapTimeout, InflightTimeout: cfg.InflightTimeout, Regressions: reg, Wire: cfg.Wire,
 			Probes: probes}, hist),
-		waiters: map[string]chan error{}, wake: make(chan struct{}, 1)}
+		waiters: map[string]chan error{}, wake: make(chan struct{}, 1), regressed: len(reg.List()) > 0}
 	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	p.notify = newPushPool(p.ctx, links, nil, probes, contract.SidePrefill, cfg.PushQueueLen)
 	ok := false
@@ -373,13 +374,16 @@ func (p *Prefill) workerLoop(rank, w int) {
 		before = p.core.StatusChanges()
 		p.core.WorkerEnd(time.Now(), rank, w, err)
 		moved = moved || p.core.StatusChanges() != before
+		settled := p.core.Settled(rank, batch[0].Room)
 		out := p.core.TakeOutbound()
 		p.mu.Unlock()
 		p.sendOut(out)
-		// The scheduler acts on statuses (and its own deadlines, on its
-		// tick): a chunk that moved none, the common case of every chunk
-		// but a room's first and last, has nothing for it.
-		if moved || !send {
+		// The scheduler acts on a room's status once it is terminal (and
+		// on its own deadlines, on its tick): a chunk that left its room
+		// Transferring, every one but the last, has nothing for it. With
+		// a regression on, whose races this engine reproduces, it is woken
+		// after every chunk as it always was.
+		if !send || (moved && settled) || p.regressed {
 			p.kick(p.wake)
 		}
 	}

@@ -198,7 +198,11 @@ func (p *Prefill) ProcessInflight(now time.Time) []Finish {
 func (p *Prefill) sweep(now time.Time) {
 	for _, r := range p.ranks {
 		for room, info := range r.infos {
-			if _, owned := p.byRoom[room]; !owned && now.Sub(info.at) > p.cfg.BootstrapTimeout && !mutantKeepOrphans {
+			// The age first: most infos are young, and owned.
+			if now.Sub(info.at) <= p.cfg.BootstrapTimeout || mutantKeepOrphans {
+				continue
+			}
+			if _, owned := p.byRoom[room]; !owned {
 				p.probes.Hit(contract.ProbePrefillOrphanInfoSwept)
 				delete(r.infos, room)
 				r.status.Clear(now, room, "orphan swept")

@@ -100,6 +100,14 @@ func (p *Prefill) StatusChanges() uint64 {
 	return n
 }
 
+// Settled reports whether room's status on rank is terminal or absent,
+// without counting a probe (Check would, for an absent room under
+// unknown-room-waiting): a worker's change the scheduler acts on.
+func (p *Prefill) Settled(rank int, room uint64) bool {
+	s, ok := p.ranks[rank].status.status[room]
+	return !ok || s.Terminal()
+}
+
 func (p *Prefill) statusTables() []*StatusTable {
 	out := make([]*StatusTable, len(p.ranks))
 	for i, r := range p.ranks {
