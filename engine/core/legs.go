@@ -109,6 +109,9 @@ type DecodeEvent struct {
 // the client's answer nor reach it. An error event is decode's error
 // reaching the client in the stream (DecodeError).
 func (l *Legs) Event(data []byte) (ev DecodeEvent, ok bool) {
+	if ev, ok := parseEvent(data); ok {
+		return ev, true // decode's own layout, read without reflection
+	}
 	if json.Unmarshal(data, &ev) != nil {
 		l.probes.Hit(contract.ProbeRouterBadEvent)
 		return DecodeEvent{}, false
