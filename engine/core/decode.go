@@ -208,6 +208,9 @@ type Decode struct {
 	polled uint64
 	due    time.Time
 	joined bool
+	// scan is the copy of a queue preallocate or pollTransfers walks
+	// while they take requests off it, kept between steps.
+	scan []*DecodeReq
 
 	// TransferFailed counts requests whose transfer failed or timed out.
 	TransferFailed int64

@@ -192,7 +192,8 @@ func samePages(a, b [][]uint32) bool {
 }
 
 func (d *Decode) preallocate(now time.Time) {
-	for _, req := range append([]*DecodeReq(nil), d.ranks[0].prealloc...) {
+	d.scan = append(d.scan[:0], d.ranks[0].prealloc...)
+	for _, req := range d.scan {
 		if req.flipped {
 			d.probes.Hit(contract.ProbeDecodePreallocSkipFlipped)
 			continue // lingers: nothing will ever move it (decode-abort-leak)
@@ -277,7 +278,8 @@ func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
 	d.polled, d.joined = d.StatusChanges(), false
 	defer d.noteDue()
 	var fin []DecodeFinish
-	for _, req := range append([]*DecodeReq(nil), d.ranks[0].transfer...) {
+	d.scan = append(d.scan[:0], d.ranks[0].transfer...)
+	for _, req := range d.scan {
 		s := Success
 		for _, rk := range d.ranks {
 			s = min(s, rk.status.Check(req.Room))
