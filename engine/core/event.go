@@ -10,7 +10,7 @@ import (
 // parseEvent reads one event of decode's answer laid out exactly as
 // decode writes it (json.Marshal of a contract.GenerateChunk: its fields in
 // order, no space, no escape in any string) without reflection: the router
-// reads one per token. ok is false for anything else, which is then left
+// reads one per token, and a whole answer as one. ok is false for anything else, which is then left
 // to json.Unmarshal; where ok is true, ev is what json.Unmarshal gives.
 func parseEvent(data []byte) (ev DecodeEvent, ok bool) {
 	p := eventParser{b: data}
@@ -41,7 +41,13 @@ func parseEvent(data []byte) (ev DecodeEvent, ok bool) {
 	if p.lit(`,"bootstrap_room":`) && !p.uint(&m.BootstrapRoom) {
 		return DecodeEvent{}, false
 	}
-	if !p.lit(`}}`) || p.i != len(p.b) {
+	if !p.lit(`}}`) {
+		return DecodeEvent{}, false
+	}
+	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
+		p.i++ // json's trailing whitespace (a whole answer ends in json.Encoder's newline)
+	}
+	if p.i != len(p.b) {
 		return DecodeEvent{}, false
 	}
 	return ev, true

@@ -41,6 +41,8 @@ func eventSamples() [][]byte {
 		`{"text":"a","meta_info":{"id":"x","prompt_tokens":1,"completion_tokens":1,"finish_reason":null,"bootstrap_room":-1}}`,
 		`{"text":"a","meta_info":{"id":"x","prompt_tokens":1,"completion_tokens":1,"finish_reason":null}} `,
 		`{"text":"a","meta_info":{"id":"x","prompt_tokens":1,"completion_tokens":1,"finish_reason":null}}x`,
+		"{\"text\":\"a\",\"meta_info\":{\"id\":\"x\",\"prompt_tokens\":1,\"completion_tokens\":1,\"finish_reason\":null}}\n",
+		"{\"text\":\"a\",\"meta_info\":{\"id\":\"x\",\"prompt_tokens\":1,\"completion_tokens\":1,\"finish_reason\":null}} \t\r\n\v",
 		`{"text":"a","meta_info":{"id":"x","prompt_tokens":1,"completion_tokens":1,"finish_reason":{"type":"length","length":2,"message":"m"}}}`,
 		`{"text":"a","meta_info":{"id":"x","prompt_tokens":1,"completion_tokens":1,"finish_reason":{"type":"length","message":"m","length":2}}}`,
 		`{"text":"a","meta_info":{"id":"x","prompt_tokens":1,"completion_tokens":1,"finish_reason":{}}}`,
@@ -90,10 +92,13 @@ func TestParseEventAsJSON(t *testing.T) {
 		{Text: " done", MetaInfo: contract.MetaInfo{ID: "r", PromptTokens: 1, CompletionTokens: 16, FinishReason: &contract.FinishReason{Type: "length", Length: 16}}},
 	} {
 		b, _ := json.Marshal(c)
-		if _, ok := parseEvent(b); !ok {
-			t.Errorf("decode's event %s is not read by parseEvent", b)
+		b = append(b, '\n') // a whole answer ends in json.Encoder's newline; an event does not
+		for _, b := range [][]byte{b[:len(b)-1], b} {
+			if _, ok := parseEvent(b); !ok {
+				t.Errorf("decode's event %q is not read by parseEvent", b)
+			}
+			checkEvent(t, b)
 		}
-		checkEvent(t, b)
 	}
 	if read < 20 { // most samples carry an escape on purpose
 		t.Errorf("parseEvent read only %d of the samples", read)
