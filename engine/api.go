@@ -117,6 +117,14 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	if c, ok := v.(contract.GenerateChunk); ok {
+		// Prefill's and decode's answer: json.Encoder's bytes, written
+		// without reflection where its strings allow.
+		if b, ok := appendGenerateChunk(make([]byte, 0, 256+len(c.Text)), c); ok {
+			_, _ = w.Write(append(b, '\n'))
+			return
+		}
+	}
 	_ = json.NewEncoder(w).Encode(v)
 }
 

@@ -143,6 +143,7 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	// A streamed answer takes each token as it comes; a plain one is
 	// written at the end, so its handler wakes once, when the last token
 	// is queued, and takes them all then.
+	var event []byte // a streamed event's bytes, the buffer kept for the next
 	next, last := st.tokens, (chan struct{})(nil)
 	if !req.Stream {
 		next, last = nil, st.last
@@ -193,11 +194,21 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Cache-Control", "no-cache")
 				started = true
 			}
-			b, _ := json.Marshal(contract.GenerateChunk{Text: text.String(), MetaInfo: meta})
-			fmt.Fprintf(w, "data: %s\n\n", b)
-			if t.Done {
-				fmt.Fprint(w, "data: [DONE]\n\n")
+			// "data: " and the chunk as json.Marshal writes it.
+			ev := append(event[:0], "data: "...)
+			chunk := contract.GenerateChunk{Text: text.String(), MetaInfo: meta}
+			if b, ok := appendGenerateChunk(ev, chunk); ok {
+				ev = b
+			} else {
+				b, _ := json.Marshal(chunk)
+				ev = append(ev, b...)
 			}
+			ev = append(ev, "\n\n"...)
+			if t.Done {
+				ev = append(ev, "data: [DONE]\n\n"...)
+			}
+			event = ev
+			_, _ = w.Write(ev)
 			// One flush per batch of ready tokens, not per token: a
 			// write syscall per token was most of decode's CPU with the
 			// model at full speed; a token waits only for those already
