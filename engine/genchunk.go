@@ -60,3 +60,32 @@ func plainJSON(s string) bool {
 	}
 	return true
 }
+
+// appendDeltaChunk appends a.chunk(delta, nil), a streamed answer's piece
+// as the router sends one per token, as json.Marshal writes it; ok is
+// false, with b as it was, where a string in it is not plain.
+func (a answerShape) appendDeltaChunk(b []byte, delta string) (_ []byte, ok bool) {
+	if !plainJSON(a.id) || !plainJSON(a.model) || !plainJSON(delta) {
+		return b, false
+	}
+	b = append(b, `{"id":"`...)
+	b = append(b, a.id...)
+	if a.chat {
+		b = append(b, `","object":"chat.completion.chunk","created":`...)
+	} else {
+		b = append(b, `","object":"text_completion","created":`...)
+	}
+	b = strconv.AppendInt(b, a.created, 10)
+	b = append(b, `,"model":"`...)
+	b = append(b, a.model...)
+	if a.chat {
+		b = append(b, `","choices":[{"index":0,"delta":{"content":"`...)
+		b = append(b, delta...)
+		b = append(b, `"},"finish_reason":null,"logprobs":null}]}`...)
+	} else {
+		b = append(b, `","choices":[{"index":0,"text":"`...)
+		b = append(b, delta...)
+		b = append(b, `","logprobs":null,"finish_reason":null}]}`...)
+	}
+	return b, true
+}

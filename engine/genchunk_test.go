@@ -61,3 +61,31 @@ func FuzzAppendGenerateChunk(f *testing.F) {
 		checkChunk(t, c)
 	})
 }
+
+// appendDeltaChunk writes what json.Marshal writes of the same chunk.
+func TestAppendDeltaChunkAsJSON(t *testing.T) {
+	t.Parallel()
+	written := 0
+	for _, chat := range []bool{true, false} {
+		for _, delta := range []string{"", " the", "a\"b", "<", "é", "x\n"} {
+			for _, model := range []string{"pdchaos-fake", "m&m"} {
+				a := answerShape{chat: chat, id: "chatcmpl-00000000000000ab", created: -5, model: model}
+				got, ok := a.appendDeltaChunk([]byte("p"), delta)
+				if !ok {
+					if string(got) != "p" {
+						t.Fatalf("gave up on %q but appended %q", delta, got)
+					}
+					continue
+				}
+				written++
+				want, _ := json.Marshal(a.chunk(delta, nil))
+				if !bytes.Equal(got[1:], want) {
+					t.Errorf("appendDeltaChunk(%q) = %s, json.Marshal gives %s", delta, got[1:], want)
+				}
+			}
+		}
+	}
+	if written != 4 {
+		t.Errorf("wrote %d chunks, want 4", written)
+	}
+}

@@ -183,6 +183,7 @@ func (rt *Router) serveOpenAI(w http.ResponseWriter, r *http.Request, job openAI
 		}
 	}
 	var text string
+	var event []byte // a streamed piece's bytes, the buffer kept for the next
 	var meta contract.MetaInfo
 	var upstreamErr *contract.ErrorDetail
 	finished := false
@@ -209,7 +210,18 @@ func (rt *Router) serveOpenAI(w http.ResponseWriter, r *http.Request, job openAI
 		finished = ev.MetaInfo.FinishReason != nil
 		if job.stream && delta != "" {
 			c.wroteSome()
-			send(shape.chunk(delta, nil))
+			// The piece as send writes it, without reflection where its
+			// strings allow: one per token.
+			ev := append(event[:0], "data: "...)
+			if b, ok := shape.appendDeltaChunk(ev, delta); ok {
+				event = append(b, "\n\n"...)
+				_, _ = w.Write(event)
+				if flusher != nil {
+					flusher.Flush()
+				}
+			} else {
+				send(shape.chunk(delta, nil))
+			}
 		}
 		return true
 	}
