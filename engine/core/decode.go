@@ -211,6 +211,9 @@ type Decode struct {
 	// scan is the copy of a queue preallocate or pollTransfers walks
 	// while they take requests off it, kept between steps.
 	scan []*DecodeReq
+	// backstop is backstops(), worked out once (the regression set never
+	// changes): pollTransfers asks for every room it scans.
+	backstop bool
 
 	// TransferFailed counts requests whose transfer failed or timed out.
 	TransferFailed int64
@@ -240,6 +243,7 @@ func NewDecode(cfg DecodeConfig, hist *History) *Decode {
 	d := &Decode{cfg: cfg, byRid: map[string]*DecodeReq{}, byRoom: map[uint64]*DecodeReq{}, awaiting: map[uint64]*awaitingAck{}, released: map[uint64]time.Time{}, hist: hist, wire: dialectOf(cfg.Wire), probes: cfg.Probes,
 		epochs: map[string]int{}, names: map[string]agentName{}}
 	d.quiet = len(cfg.Regressions.List()) == 0
+	d.backstop = !cfg.Regressions.On(contract.DecodeAbortLeak) && !cfg.Regressions.On(contract.BootstrapThreadDeath)
 	d.joined = true
 	per := model.KVBytesPerToken / cfg.Ranks
 	for r := range cfg.Ranks {

@@ -25,10 +25,7 @@ func (req *DecodeReq) stage() int {
 	return stagePrealloc
 }
 
-func (d *Decode) backstops() bool {
-	reg := d.cfg.Regressions
-	return !reg.On(contract.DecodeAbortLeak) && !reg.On(contract.BootstrapThreadDeath)
-}
+func (d *Decode) backstops() bool { return d.backstop }
 
 // Committed reports whether decode holds room with its KV taken as
 // complete (decoding, past its transfer).

@@ -188,6 +188,9 @@ type Prefill struct {
 	// (read-only: chunk payloads are pieces of it).
 	lastTokens []model.Token
 	lastKV     []byte
+	// backstop is backstops(): no regression that removes the deadlines
+	// is on (the regression set never changes).
+	backstop bool
 
 	// BootstrapFailed counts requests failed while bootstrapping.
 	BootstrapFailed int64
@@ -208,7 +211,8 @@ func NewPrefill(cfg PrefillConfig, hist *History) *Prefill {
 	if cfg.Probes == nil {
 		cfg.Probes = &ProbeCounts{}
 	}
-	p := &Prefill{cfg: cfg, byRid: map[string]*PrefillReq{}, byRoom: map[uint64]*PrefillReq{}, hist: hist, wire: dialectOf(cfg.Wire), probes: cfg.Probes}
+	p := &Prefill{cfg: cfg, byRid: map[string]*PrefillReq{}, byRoom: map[uint64]*PrefillReq{}, hist: hist, wire: dialectOf(cfg.Wire), probes: cfg.Probes,
+		backstop: backstopsOn(cfg.Regressions)}
 	for r := range cfg.Ranks {
 		st := NewStatusTable("prefill", r, cfg.Regressions, hist)
 		st.probes = cfg.Probes

@@ -62,8 +62,12 @@ func (p *Prefill) clear(now time.Time, req *PrefillReq, final KVPoll, why string
 
 func notifyAddr(m Metadata) string { return fmt.Sprintf("%s:%d", m.DecodeIP, m.DecodePort) }
 
-func (p *Prefill) backstops() bool {
-	reg := p.cfg.Regressions
+func (p *Prefill) backstops() bool { return p.backstop }
+
+// backstopsOn is backstops for the regression set, worked out once: the
+// scheduler asks for every inflight room at every step, and each On hashes
+// a name.
+func backstopsOn(reg contract.Regressions) bool {
 	return !reg.On(contract.AbortBeforeStatus) && !reg.On(contract.StatusResurrection) && !reg.On(contract.UnknownRoomWaiting) && !reg.On(contract.BootstrapThreadDeath)
 }
 
