@@ -111,8 +111,11 @@ type DecodeReq struct {
 	// failNoticed: the rank's prefill reported the room Failed, which it
 	// does only once that rank's writes have drained.
 	failNoticed []bool
-	flipped     bool // decode-abort-leak: receiver flipped, queues untouched
-	committed   bool // transfer done, decoding
+	// moved: the room's status changed since pollTransfers last looked
+	// at it (set from the rank tables' logs).
+	moved     bool
+	flipped   bool // decode-abort-leak: receiver flipped, queues untouched
+	committed bool // transfer done, decoding
 	// unfenced: failed while its prefill may still write its pages, which
 	// the wire cannot refuse (Mooncake): the pages wait for an ACK.
 	unfenced  bool
@@ -199,13 +202,12 @@ type Decode struct {
 	names  map[string]agentName
 	// beats counts each prefill peer's missed heartbeats (OnHeartbeat).
 	beats Heartbeat
-	// quiet says whether pollTransfers may skip its scan when nothing it
-	// reads moved (no regression is on: each changes what the scan does);
-	// polled is the rank tables' status changes summed when the last full
-	// scan began, due the earliest MetaSent of the rooms it left in
-	// transfer, and joined whether rooms entered transfer since.
+	// quiet says whether pollTransfers may look only at the rooms whose
+	// status moved (no regression is on: each changes what the scan does;
+	// the rank tables log the rooms they change then); due is the earliest
+	// MetaSent of the rooms the last full scan left in transfer, and
+	// joined whether rooms entered transfer since.
 	quiet  bool
-	polled uint64
 	due    time.Time
 	joined bool
 	// scan is the copy of a queue preallocate or pollTransfers walks
@@ -249,6 +251,7 @@ func NewDecode(cfg DecodeConfig, hist *History) *Decode {
 	for r := range cfg.Ranks {
 		st := NewStatusTable("decode", r, cfg.Regressions, hist)
 		st.probes = cfg.Probes
+		st.logChanges = d.quiet
 		d.ranks = append(d.ranks, &decodeRank{
 			status: st,
 			pool:   NewPagePool(cfg.Pages, cfg.PageSize*per),

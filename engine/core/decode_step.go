@@ -263,20 +263,36 @@ func (d *Decode) StatusChanges() uint64 {
 }
 
 // pollTransfers ends the transfers whose room reached Success or Failed
-// (on the MIN over ranks) or passed its waiting deadline. A scan that
-// would find nothing is skipped: with no regression on, a room left in
-// transfer by the last scan read neither Success nor Failed then, so
-// until a status changes, a room joins or the earliest deadline passes,
-// every room would read the same and none is due.
+// (on the MIN over ranks) or passed its waiting deadline, in queue order.
+// With no regression on, only the rooms whose status moved since the last
+// look are looked at: a room left in transfer read neither Success nor
+// Failed then and reads the same until its status changes, unless a room
+// joined since (a full scan) or the earliest deadline passed (a full scan).
 func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
-	if d.quiet && !d.joined && d.StatusChanges() == d.polled && now.Sub(d.due) <= d.cfg.WaitingTimeout {
+	onlyMoved := d.quiet && !d.joined && now.Sub(d.due) <= d.cfg.WaitingTimeout
+	some := false
+	for _, rk := range d.ranks {
+		for _, room := range rk.status.moved {
+			if req, ok := d.byRoom[room]; ok {
+				req.moved, some = true, true
+			}
+		}
+		rk.status.moved = rk.status.moved[:0]
+	}
+	if onlyMoved && !some {
 		return nil
 	}
-	d.polled, d.joined = d.StatusChanges(), false
-	defer d.noteDue()
+	if !onlyMoved {
+		d.joined = false
+		defer d.noteDue() // a partial scan only takes rooms out: due stays a lower bound
+	}
 	var fin []DecodeFinish
 	d.scan = append(d.scan[:0], d.ranks[0].transfer...)
 	for _, req := range d.scan {
+		if onlyMoved && !req.moved {
+			continue
+		}
+		req.moved = false
 		s := Success
 		for _, rk := range d.ranks {
 			s = min(s, rk.status.Check(req.Room))

@@ -68,8 +68,19 @@ type StatusTable struct {
 	ttl       time.Duration
 	// changes counts every change to status (an entry set, changed or
 	// removed), so a scheduler can tell that no room's status moved
-	// since it last looked at them all.
-	changes uint64
+	// since it last looked at them all; with logChanges on, moved lists
+	// the rooms changed, in order, until the scheduler takes them.
+	changes    uint64
+	logChanges bool
+	moved      []uint64
+}
+
+// changed counts a change to room's status.
+func (t *StatusTable) changed(room uint64) {
+	t.changes++
+	if t.logChanges {
+		t.moved = append(t.moved, room)
+	}
 }
 
 // hit counts a status-table probe: onPrefill when the table is prefill's,
@@ -114,7 +125,7 @@ func (t *StatusTable) Update(now time.Time, room uint64, s KVPoll, w Writer, why
 		case t.isTombstoned(room):
 			t.hit(contract.ProbePrefillCreatedAfterAbort, contract.ProbeDecodeStatusUnexpected)
 			t.status[room] = Failed
-			t.changes++
+			t.changed(room)
 			t.hist.Add(now, room, t.side, t.rank, "status", Failed, string(w)+": "+why+" (aborted earlier)")
 			return
 		}
@@ -124,7 +135,7 @@ func (t *StatusTable) Update(now time.Time, room uint64, s KVPoll, w Writer, why
 			t.hit(contract.ProbePrefillLateWriteReinserts, contract.ProbeDecodeStatusUnexpected)
 		}
 		t.status[room] = s
-		t.changes++
+		t.changed(room)
 		t.hist.Add(now, room, t.side, t.rank, "status", s, string(w)+": "+why)
 		return
 	}
@@ -145,7 +156,7 @@ func (t *StatusTable) Update(now time.Time, room uint64, s KVPoll, w Writer, why
 	}
 	if next != cur {
 		t.status[room] = next
-		t.changes++
+		t.changed(room)
 		t.hist.Add(now, room, t.side, t.rank, "status", next, string(w)+": "+why)
 	}
 }
@@ -193,7 +204,7 @@ func (t *StatusTable) Has(room uint64) bool {
 func (t *StatusTable) Clear(now time.Time, room uint64, why string) {
 	if s, ok := t.status[room]; ok {
 		delete(t.status, room)
-		t.changes++
+		t.changed(room)
 		t.hist.Clear(now, room, t.side, t.rank, s, why)
 	}
 }
@@ -204,7 +215,7 @@ func (t *StatusTable) Clear(now time.Time, room uint64, why string) {
 func (t *StatusTable) Drop(now time.Time, room uint64, why string) {
 	if s, ok := t.status[room]; ok {
 		delete(t.status, room)
-		t.changes++
+		t.changed(room)
 		reads := Failed
 		if t.reg.On(contract.UnknownRoomWaiting) {
 			reads = WaitingForInput
