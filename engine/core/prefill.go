@@ -191,6 +191,9 @@ type Prefill struct {
 	// backstop is backstops(): no regression that removes the deadlines
 	// is on (the regression set never changes).
 	backstop bool
+	// quiet: no regression is on, and the rank tables log the rooms whose
+	// status they change, for sweep to look at those alone.
+	quiet bool
 
 	// BootstrapFailed counts requests failed while bootstrapping.
 	BootstrapFailed int64
@@ -212,10 +215,11 @@ func NewPrefill(cfg PrefillConfig, hist *History) *Prefill {
 		cfg.Probes = &ProbeCounts{}
 	}
 	p := &Prefill{cfg: cfg, byRid: map[string]*PrefillReq{}, byRoom: map[uint64]*PrefillReq{}, hist: hist, wire: dialectOf(cfg.Wire), probes: cfg.Probes,
-		backstop: backstopsOn(cfg.Regressions)}
+		backstop: backstopsOn(cfg.Regressions), quiet: len(cfg.Regressions.List()) == 0}
 	for r := range cfg.Ranks {
 		st := NewStatusTable("prefill", r, cfg.Regressions, hist)
 		st.probes = cfg.Probes
+		st.logChanges = p.quiet
 		p.ranks = append(p.ranks, &prefillRank{
 			status:      st,
 			peers:       map[string]Registration{},

@@ -213,13 +213,30 @@ func (p *Prefill) sweep(now time.Time) {
 				p.hist.Forget(room)
 			}
 		}
-		for room := range r.status.Rooms() {
+		orphan := func(room uint64) {
 			if _, owned := p.byRoom[room]; !owned {
 				if _, hasInfo := r.infos[room]; !hasInfo {
 					p.probes.Hit(contract.ProbePrefillOrphanStatusSwept)
 					r.status.Clear(now, room, "orphan swept")
 					p.hist.Forget(room)
 				}
+			}
+		}
+		if p.quiet {
+			// With no regression on, a status entry is left with neither
+			// a request nor an info only by a change to it (a request's
+			// end clears its status with its info, the sweeps clear both,
+			// an orphan's ABORT both): the rooms the table logged since
+			// the last sweep are all there is to look at.
+			for _, room := range r.status.moved {
+				if r.status.Has(room) {
+					orphan(room)
+				}
+			}
+			r.status.moved = r.status.moved[:0]
+		} else {
+			for room := range r.status.Rooms() {
+				orphan(room)
 			}
 		}
 		memory := contract.FailureMemory(contract.EngineConfig{BootstrapTimeout: p.cfg.BootstrapTimeout})
