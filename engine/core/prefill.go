@@ -94,6 +94,9 @@ type PrefillReq struct {
 	// new buffers while this request waited for that rank's TransferInfo:
 	// a TransferInfo under that name may be the dead process's.
 	predecessor map[int]string
+	// moved: the room's status changed since ProcessInflight last looked
+	// at it (set from the rank tables' logs).
+	moved bool
 }
 
 // Finish tells the runtime a request ended; Err nil means Success.
@@ -192,8 +195,12 @@ type Prefill struct {
 	// is on (the regression set never changes).
 	backstop bool
 	// quiet: no regression is on, and the rank tables log the rooms whose
-	// status they change, for sweep to look at those alone.
-	quiet bool
+	// status they change, for ProcessInflight and sweep to look at those
+	// alone; due is the earliest InflightSince of the requests the last
+	// full pass over inflightQ kept, joined whether requests joined since.
+	quiet  bool
+	due    time.Time
+	joined bool
 
 	// BootstrapFailed counts requests failed while bootstrapping.
 	BootstrapFailed int64

@@ -159,17 +159,34 @@ func (p *Prefill) Forward(now time.Time) ([]Finish, int) {
 		req.InflightSince = now
 		p.hist.Note(now, req.Room, "prefill", 0, contract.RoomEventForwarded, "KV chunks queued")
 		p.inflightQ = append(p.inflightQ, req)
+		p.joined = true
 	}
 	p.waitingQ = append(p.waitingQ[:0], p.waitingQ[k:]...)
 	return fin, n
 }
 
 // ProcessInflight retires inflight requests whose room is terminal and
-// enforces the inflight deadline.
+// enforces the inflight deadline. With no regression on, it looks only at
+// the requests whose room's status moved since its last look: one it
+// kept then read neither Success nor Failed and reads the same, unless a
+// request joined since or the earliest deadline passed (a full pass).
 func (p *Prefill) ProcessInflight(now time.Time) []Finish {
 	var fin []Finish
+	onlyMoved := p.quiet && !p.joined && now.Sub(p.due) <= p.cfg.InflightTimeout
+	for _, r := range p.ranks {
+		for _, room := range r.status.moved { // sweep empties the log
+			if req, ok := p.byRoom[room]; ok {
+				req.moved = true
+			}
+		}
+	}
 	keep := p.inflightQ[:0]
 	for _, req := range p.inflightQ {
+		if onlyMoved && !req.moved {
+			keep = append(keep, req)
+			continue
+		}
+		req.moved = false
 		s := p.poll(req.Room)
 		if (s == WaitingForInput || s == Transferring) && p.backstops() && now.Sub(req.InflightSince) > p.cfg.InflightTimeout {
 			p.probes.Hit(contract.ProbePrefillInflightTimeout)
@@ -190,6 +207,14 @@ func (p *Prefill) ProcessInflight(now time.Time) []Finish {
 		}
 	}
 	p.inflightQ = keep
+	if !onlyMoved {
+		p.joined, p.due = false, time.Time{}
+		for i, req := range p.inflightQ {
+			if i == 0 || req.InflightSince.Before(p.due) {
+				p.due = req.InflightSince
+			}
+		}
+	}
 	if p.backstops() {
 		p.sweep(now)
 	}
