@@ -152,13 +152,13 @@ type prefillRank struct {
 	// for the room after, would otherwise wait for it to its waiting
 	// timeout. The metadata, when it comes, is answered Failed.
 	unnoticed map[uint64]time.Time
-	// failNoticed holds rooms whose TransferInfo prefill answered with a
+	// answeredFailed holds rooms whose TransferInfo prefill answered with a
 	// Failed status, by when. A TransferInfo names the room only: it may
 	// have been a newer request's in the same room (a client retrying
 	// into its room), which that status failed on decode, and whose own
 	// request reaches prefill next; decode never sends it another. Add
 	// fails such a request at once (request-after-fail-notice).
-	failNoticed map[uint64]time.Time
+	answeredFailed map[uint64]time.Time
 	// connRegs is the registration last sent on each connection, by the
 	// runtime's connection id (OnControlFrom), at most maxConnRegs of the
 	// newest connections.
@@ -228,17 +228,17 @@ func NewPrefill(cfg PrefillConfig, hist *History) *Prefill {
 		st.probes = cfg.Probes
 		st.logChanges = p.quiet
 		p.ranks = append(p.ranks, &prefillRank{
-			status:      st,
-			peers:       map[string]Registration{},
-			connRegs:    map[uint64]Registration{},
-			infos:       map[uint64]transferInfo{},
-			queues:      make([][]*Chunk, cfg.Workers),
-			held:        map[int]*Chunk{},
-			posted:      map[int][]*Chunk{},
-			pendingAck:  map[uint64]Abort{},
-			pendingFail: map[uint64]Outbound{},
-			unnoticed:   map[uint64]time.Time{},
-			failNoticed: map[uint64]time.Time{},
+			status:         st,
+			peers:          map[string]Registration{},
+			connRegs:       map[uint64]Registration{},
+			infos:          map[uint64]transferInfo{},
+			queues:         make([][]*Chunk, cfg.Workers),
+			held:           map[int]*Chunk{},
+			posted:         map[int][]*Chunk{},
+			pendingAck:     map[uint64]Abort{},
+			pendingFail:    map[uint64]Outbound{},
+			unnoticed:      map[uint64]time.Time{},
+			answeredFailed: map[uint64]time.Time{},
 		})
 	}
 	return p
@@ -283,13 +283,13 @@ func (p *Prefill) Add(now time.Time, rid string, room uint64, tokens []model.Tok
 	for _, r := range p.ranks {
 		// Off with a regression on: the regressions reproduce engines
 		// that predate this defence, in scenarios that reuse rooms.
-		if _, noticed := r.failNoticed[room]; noticed && len(p.cfg.Regressions) == 0 {
+		if _, noticed := r.answeredFailed[room]; noticed && len(p.cfg.Regressions) == 0 {
 			if _, fresh := r.infos[room]; !fresh {
 				p.probes.Hit(contract.ProbePrefillRequestAfterFailNotice)
 				r.status.Update(now, room, Failed, WriterScheduler, "decode was sent a Failed status for this room's TransferInfo since its last request: it may have been this one's")
 			}
 		}
-		delete(r.failNoticed, room)
+		delete(r.answeredFailed, room)
 	}
 	p.bootstrapQ = append(p.bootstrapQ, req)
 	return nil
@@ -480,7 +480,7 @@ func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata, conn uint64) e
 			p.probes.Hit(contract.ProbePrefillMetadataAfterFailure)
 			delete(r.unnoticed, m.Room)
 			p.out = append(p.out, Outbound{Rank: rank, To: notifyAddr(m), Frames: p.wire.Status(m.Room, Failed, rank, "failed before its metadata arrived")})
-			r.failNoticed[m.Room] = now
+			r.answeredFailed[m.Room] = now
 			p.hist.NoteEnded(now, m.Room, "prefill", rank, contract.RoomEventFailNotice, "Failed status sent to decode: the room failed before its metadata arrived")
 			return nil
 		}

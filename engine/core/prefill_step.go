@@ -37,7 +37,7 @@ func (p *Prefill) failAll(now time.Time, room uint64, why string) {
 func (p *Prefill) clear(now time.Time, req *PrefillReq, final KVPoll, why string) {
 	for rank, r := range p.ranks {
 		if info, ok := r.infos[req.Room]; ok && final == Failed {
-			r.failNoticed[req.Room] = now // the TransferInfo may be a newer request's
+			r.answeredFailed[req.Room] = now // the TransferInfo may be a newer request's
 			o := Outbound{Rank: rank, To: notifyAddr(info.meta), Frames: p.wire.Status(req.Room, Failed, rank, why)}
 			if p.holding(rank, req.Room) {
 				p.probes.Hit(contract.ProbePrefillFailNoticeDeferred)
@@ -266,9 +266,9 @@ func (p *Prefill) sweep(now time.Time) {
 		}
 		memory := contract.FailureMemory(contract.EngineConfig{BootstrapTimeout: p.cfg.BootstrapTimeout})
 		r.status.ExpireTombstones(now, memory)
-		for room, at := range r.failNoticed {
+		for room, at := range r.answeredFailed {
 			if now.Sub(at) > memory {
-				delete(r.failNoticed, room)
+				delete(r.answeredFailed, room)
 			}
 		}
 		for room, at := range r.unnoticed {
