@@ -243,6 +243,33 @@ func TestLatePrefillRequestsSimulated(t *testing.T) {
 	}
 }
 
+// Retries into the same room after a backoff while prefill's notices
+// reach decode late: copies meet rooms decode released less than a
+// waiting timeout ago (add-room-released-recently), which it must refuse
+// since prefill's Failed status for the old request can still come, and
+// such statuses do come for rooms decode had released
+// (fail-notice-unknown-room); the fixed engine passes. Retried at once
+// (no backoff), a copy meets the old request still held instead.
+func TestLateFailNoticesSimulated(t *testing.T) {
+	t.Parallel()
+	r := passesFixed(t, "late-fail-notices", 1, 0, sim.Options{})
+	for _, p := range []contract.ProbeID{contract.ProbeDecodeAddRoomReleasedRecently, contract.ProbeDecodeFailNoticeUnknownRoom} {
+		if r.Probes[p.String()] == 0 {
+			t.Errorf("probe %s not hit", p)
+		}
+	}
+	cfg := preset(t, "late-fail-notices")
+	cfg.Clients.RetryDelay = 0
+	atOnce, err := sim.Run(context.Background(), cfg, 1, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recent := contract.ProbeDecodeAddRoomReleasedRecently.String()
+	if got, at := r.Probes[recent], atOnce.Probes[recent]; got <= at {
+		t.Errorf("%s hit %d times with the backoff, %d without: the backoff does not bring copies after the release", recent, got, at)
+	}
+}
+
 // With a regression on, the catalogue's scenario fails in the simulator
 // with a failing checker within a few seeds; the fixed engine passes the
 // same seeds on the checks the regression breaks.

@@ -43,5 +43,6 @@ func Presets() map[string]PresetLabels {
 		"push-queues-full":         {[]string{"control-link", "prefill", "decode"}, false},
 		"kv-write-broken":          {[]string{"transfer", "prefill"}, false},
 		"late-prefill-requests":    {[]string{"router", "prefill", "bootstrap"}, false},
+		"late-fail-notices":        {[]string{"decode", "control-link", "router"}, false},
 	}
 }
