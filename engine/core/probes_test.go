@@ -145,80 +145,58 @@ func abortBeforeMetadata(r *rig) {
 	r.finish()
 }
 
-// retryMetadataFirst: a request in a room is cancelled on prefill before
-// decode's TransferInfo, then a retry in the same room reaches decode
-// first; its TransferInfo, arriving before its request reaches prefill,
-// is taken for the failed request's (the message names the room only) and
-// answered Failed, so decode fails the retry. The retry's request, when it
-// reaches prefill, must meet Failed at once rather than wait its
-// bootstrap timeout for a TransferInfo decode will not send again.
-func retryMetadataFirst(r *rig) {
-	r.addP("first", 74, prompt(74, 40))
-	r.abortP("first")
-	r.stepP()
-	r.addD("retry", 74, prompt(75, 40), 4)
-	r.stepD()
-	r.deliverControl()
-	r.deliverNotices()
-	r.stepD()
-	if got := r.dfin["retry"]; len(got) != 1 || !errors.Is(got[0], ErrDecodeFailed) {
-		r.t.Errorf("decode finished the retry with %v, want one ErrDecodeFailed", got)
+// retryTransferInfoTaken scripts a client retrying into room: its first
+// request reaches prefill and is cancelled there, the retry reaches
+// decode, and order places the retry's TransferInfo among prefill's steps.
+// The TransferInfo names the room only, so prefill takes it for the first
+// request's and answers it Failed, and decode fails the retry. The
+// retry's request, reaching prefill last, must meet Failed at once rather
+// than wait its bootstrap timeout for a TransferInfo decode will not send
+// again. The orders, each seen live:
+//   - metadataLast: the first request is cleared before the TransferInfo
+//     comes (answered by metadata-after-failure);
+//   - onFailedRoom: it comes while prefill still holds the first, failed
+//     and not yet cleared (answered as the room clears);
+//   - beforeFirst: it comes before the first request even reaches prefill.
+func retryTransferInfoTaken(order string, room uint64) func(r *rig) {
+	return func(r *rig) {
+		first, retry := prompt(int(room), 40), prompt(int(room)+1, 40)
+		decodeSends := func() {
+			r.addD("retry", room, retry, 4)
+			r.stepD()
+			r.deliverControl()
+		}
+		switch order {
+		case "metadataLast":
+			r.addP("first", room, first)
+			r.abortP("first")
+			r.stepP()
+			decodeSends()
+		case "onFailedRoom":
+			r.addP("first", room, first)
+			r.p.Abort(r.now, "first") // failed, cleared at the next step
+			decodeSends()
+			r.stepP()
+		case "beforeFirst":
+			decodeSends()
+			r.addP("first", room, first)
+			r.p.Abort(r.now, "first")
+			r.stepP()
+		default:
+			r.t.Fatalf("unknown order %q", order)
+		}
+		r.deliverNotices()
+		r.stepD()
+		if got := r.dfin["retry"]; len(got) != 1 || !errors.Is(got[0], ErrDecodeFailed) {
+			r.t.Errorf("decode finished the retry with %v, want one ErrDecodeFailed", got)
+		}
+		r.addP("retry", room, retry)
+		r.stepP()
+		if got := r.pfin["retry"]; len(got) != 1 || got[0] == nil {
+			r.t.Errorf("prefill finished the retry with %v at once, want one failure (not a wait for its bootstrap timeout)", got)
+		}
+		r.finish()
 	}
-	r.addP("retry", 74, prompt(75, 40))
-	r.stepP()
-	if got := r.pfin["retry"]; len(got) != 1 || got[0] == nil {
-		r.t.Errorf("prefill finished the retry with %v at once, want one failure (not a wait for its bootstrap timeout)", got)
-	}
-	r.finish()
-}
-
-// retryMetadataOnFailedRoom: as retryMetadataFirst, but the retry's
-// TransferInfo reaches prefill while it still holds the first request,
-// failed by its client's cancel and not yet cleared: prefill files it with
-// that room and answers Failed as it clears it, and the retry's request,
-// arriving next, must meet Failed at once too.
-func retryMetadataOnFailedRoom(r *rig) {
-	r.addP("first", 76, prompt(76, 40))
-	r.p.Abort(r.now, "first") // failed, cleared at the next step
-	r.addD("retry", 76, prompt(77, 40), 4)
-	r.stepD()
-	r.deliverControl()
-	r.stepP()
-	r.deliverNotices()
-	r.stepD()
-	if got := r.dfin["retry"]; len(got) != 1 || !errors.Is(got[0], ErrDecodeFailed) {
-		r.t.Errorf("decode finished the retry with %v, want one ErrDecodeFailed", got)
-	}
-	r.addP("retry", 76, prompt(77, 40))
-	r.stepP()
-	if got := r.pfin["retry"]; len(got) != 1 || got[0] == nil {
-		r.t.Errorf("prefill finished the retry with %v at once, want one failure (not a wait for its bootstrap timeout)", got)
-	}
-	r.finish()
-}
-
-// retryMetadataBeforeFirst: the retry's TransferInfo reaches prefill
-// before even the first request does; the first, cancelled, takes it and
-// clears the room Failed, telling decode, which fails the retry; the
-// retry's request, arriving next, must meet Failed at once too.
-func retryMetadataBeforeFirst(r *rig) {
-	r.addD("retry", 78, prompt(79, 40), 4)
-	r.stepD()
-	r.deliverControl()
-	r.addP("first", 78, prompt(78, 40))
-	r.p.Abort(r.now, "first")
-	r.stepP()
-	r.deliverNotices()
-	r.stepD()
-	if got := r.dfin["retry"]; len(got) != 1 || !errors.Is(got[0], ErrDecodeFailed) {
-		r.t.Errorf("decode finished the retry with %v, want one ErrDecodeFailed", got)
-	}
-	r.addP("retry", 78, prompt(79, 40))
-	r.stepP()
-	if got := r.pfin["retry"]; len(got) != 1 || got[0] == nil {
-		r.t.Errorf("prefill finished the retry with %v at once, want one failure (not a wait for its bootstrap timeout)", got)
-	}
-	r.finish()
 }
 
 // directNotices feeds decode notices it must ignore or refuse.
@@ -503,9 +481,9 @@ func probeCases() []probeCase {
 		{"orphans", rigOpts{}, orphanMetadata, []string{"prefill/orphan-info-swept", "prefill/abort-unknown-room", "prefill/metadata-after-abort", "prefill/tombstone-expired"}},
 		{"failed-before-forward", rigOpts{}, failBeforeForward, []string{"prefill/failed-before-forward", "prefill/local-abort"}},
 		{"abort-before-metadata", rigOpts{}, abortBeforeMetadata, []string{"prefill/metadata-after-failure", "decode/fail-notice"}},
-		{"retry-metadata-first", rigOpts{}, retryMetadataFirst, []string{"prefill/metadata-after-failure", "prefill/request-after-fail-notice"}},
-		{"retry-metadata-on-failed-room", rigOpts{}, retryMetadataOnFailedRoom, []string{"prefill/fail-notice-sent", "prefill/request-after-fail-notice"}},
-		{"retry-metadata-before-first", rigOpts{}, retryMetadataBeforeFirst, []string{"prefill/fail-notice-sent", "prefill/request-after-fail-notice"}},
+		{"retry-metadata-last", rigOpts{}, retryTransferInfoTaken("metadataLast", 74), []string{"prefill/metadata-after-failure", "prefill/request-after-fail-notice"}},
+		{"retry-metadata-on-failed-room", rigOpts{}, retryTransferInfoTaken("onFailedRoom", 76), []string{"prefill/fail-notice-sent", "prefill/request-after-fail-notice"}},
+		{"retry-metadata-before-first", rigOpts{}, retryTransferInfoTaken("beforeFirst", 78), []string{"prefill/fail-notice-sent", "prefill/request-after-fail-notice"}},
 		{"tp2-duplicate-ack", rigOpts{ranks: 2}, twoRanksDoubleAck, []string{"decode/ack-duplicate", "decode/ack-frees-pages"}},
 		{"client-gone-and-abort-requests", rigOpts{}, clientGoneAndAbortRequests, []string{"prefill/client-gone", "decode/client-gone",
 			"prefill/abort-endpoint", "decode/abort-endpoint", "prefill/local-abort", "decode/abort"}},

@@ -46,15 +46,7 @@ func TestMooncakeRestartedDecodeFence(t *testing.T) {
 			r.settle()
 
 			if tc.wantFail {
-				if r.d.ForeignWrites != 0 {
-					t.Errorf("%d writes for the old process's room landed in the new one's pages", r.d.ForeignWrites)
-				}
-				if n := r.d.Probes().Count(contract.ProbeDecodeChunkStaleAgent); n == 0 {
-					t.Error("no write addressed to the old buffers was refused")
-				}
-				if errs := r.pfin["old"]; len(errs) != 1 || errs[0] == nil {
-					t.Errorf("prefill finished the old room with %v, want one failure", errs)
-				}
+				oldWritesRefused(t, r)
 			} else if r.d.ForeignWrites == 0 {
 				t.Fatal("with the buffers' address unchanged no old write landed in the new room's pages: the test cannot see the hazard")
 			}
@@ -184,15 +176,7 @@ func TestMooncakeHeldTransferInfoBeforeRequest(t *testing.T) {
 				}
 				return
 			}
-			if r.d.ForeignWrites != 0 {
-				t.Errorf("%d writes for the old process's room landed in the new one's pages", r.d.ForeignWrites)
-			}
-			if n := r.d.Probes().Count(contract.ProbeDecodeChunkStaleAgent); n == 0 {
-				t.Error("no write addressed to the old buffers was refused")
-			}
-			if errs := r.pfin["old"]; len(errs) != 1 || errs[0] == nil {
-				t.Errorf("prefill finished the old room with %v, want one failure", errs)
-			}
+			oldWritesRefused(t, r)
 			if got, want := fmt.Sprint(r.answer["new"]), model.Expected(prompt(2, 40), 4); got != want {
 				t.Errorf("new room's answer %q, want %q", got, want)
 			}
@@ -219,5 +203,21 @@ func TestConnRegistrationsBounded(t *testing.T) {
 	}
 	if _, ok := regs[maxConnRegs+10]; !ok {
 		t.Error("the newest connection is not remembered")
+	}
+}
+
+// oldWritesRefused: no write for the old process's room "old" landed in
+// the new process's pages, some addressed to the old buffers were refused,
+// and prefill failed the old room.
+func oldWritesRefused(t *testing.T, r *rig) {
+	t.Helper()
+	if r.d.ForeignWrites != 0 {
+		t.Errorf("%d writes for the old process's room landed in the new one's pages", r.d.ForeignWrites)
+	}
+	if n := r.d.Probes().Count(contract.ProbeDecodeChunkStaleAgent); n == 0 {
+		t.Error("no write addressed to the old buffers was refused")
+	}
+	if errs := r.pfin["old"]; len(errs) != 1 || errs[0] == nil {
+		t.Errorf("prefill finished the old room with %v, want one failure", errs)
 	}
 }
