@@ -20,7 +20,8 @@
 // runtime exports the counts; the core only increments them.
 //
 // core imports only engine/model, contract (names, room records, the
-// regression set) and the standard library without IO; it must not import
+// regression set), internal/jsonlite (a reflection-free JSON reader that
+// imports nothing of pdchaos) and the standard library without IO; it must not import
 // engine, faults, agents, harness or any test framework. The import test in
 // package contract enforces it.
 package core
