@@ -87,12 +87,7 @@ func restartDecode(r *rig, newBase bool) {
 // request. Prefill held the old request before the new registration, so
 // the TransferInfo is refused rather than written into the new pages.
 func mooncakeHeldTransferInfo(r *rig) {
-	r.add("old", 11, prompt(1, 40), 4)
-	r.stepD()
-	r.collect()
-	held := r.ctl
-	r.ctl = nil
-	restartDecode(r, true)
+	held := oldTransferInfoHeld(r, r.add)
 	r.add("new", 22, prompt(2, 40), 4)
 	r.stepD()
 	r.deliverControl()
@@ -151,12 +146,7 @@ func TestMooncakeHeldTransferInfoBeforeRequest(t *testing.T) {
 			if err := r.p.OnControlFrom(r.now, 0, r.d.Registration(0, testBootstrap), conn(oldConn)); err != nil {
 				t.Fatalf("old process's registration: %v", err)
 			}
-			r.addD("old", 11, prompt(1, 40), 4)
-			r.stepD()
-			r.collect()
-			held := r.ctl
-			r.ctl = nil
-			restartDecode(r, true)
+			held := oldTransferInfoHeld(r, r.addD)
 			if err := r.p.OnControlFrom(r.now, 0, r.d.Registration(0, testBootstrap), conn(newConn)); err != nil {
 				t.Fatalf("new process's registration on its connection: %v", err)
 			}
@@ -220,4 +210,18 @@ func oldWritesRefused(t *testing.T, r *rig) {
 	if errs := r.pfin["old"]; len(errs) != 1 || errs[0] == nil {
 		t.Errorf("prefill finished the old room with %v, want one failure", errs)
 	}
+}
+
+// oldTransferInfoHeld adds the old process's request for room 11 (with
+// add: r.add, or r.addD for decode alone), holds back the control messages
+// it sends (its TransferInfo, on the way), restarts decode with new
+// buffers under the same name, and returns what it held.
+func oldTransferInfoHeld(r *rig, add func(rid string, room uint64, prompt string, maxNew int)) []DecodeOut {
+	add("old", 11, prompt(1, 40), 4)
+	r.stepD()
+	r.collect()
+	held := r.ctl
+	r.ctl = nil
+	restartDecode(r, true)
+	return held
 }
