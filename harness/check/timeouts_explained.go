@@ -268,7 +268,7 @@ func (v *View) explain(f firing, own, peer contract.RoomRecord, hasPeer bool) (h
 		// that reached its engine only later waits for the other.
 		from = base.Add(sent)
 	}
-	if why := unsentFailNotice(f, peer, hasPeer); why != "" {
+	if why := unsentFailNotice(f, own, peer, hasPeer); why != "" {
 		// No fault explains it: nothing stops prefill sending.
 		return "", why
 	}
@@ -1023,12 +1023,7 @@ func (v *View) failureNotAnswered(f firing, own, peer contract.RoomRecord, hasPe
 	if f.b.Name != contract.BackstopWaiting || !hasPeer {
 		return ""
 	}
-	var sent time.Time
-	for _, e := range own.Events {
-		if e.Side == contract.SideDecode && e.Kind == contract.RoomEventMetadataSent && !e.At.After(f.at) && e.At.After(sent) {
-			sent = e.At
-		}
-	}
+	sent := metadataSentBefore(own, f.at)
 	if sent.IsZero() {
 		return ""
 	}
@@ -1083,6 +1078,18 @@ func (v *View) failureNotAnswered(f firing, own, peer contract.RoomRecord, hasPe
 	return ""
 }
 
+// metadataSentBefore is when decode last sent its TransferInfo for the
+// room at or before t (the one it waits on at t), or zero.
+func metadataSentBefore(own contract.RoomRecord, t time.Time) time.Time {
+	var sent time.Time
+	for _, e := range own.Events {
+		if e.Side == contract.SideDecode && e.Kind == contract.RoomEventMetadataSent && !e.At.After(t) && e.At.After(sent) {
+			sent = e.At
+		}
+	}
+	return sent
+}
+
 // answerFaultDuring reports whether a fault that can lose or hold back
 // decode's TransferInfo or prefill's answer to it overlapped [from, to]:
 // one on a control or notify link (or a network or protocol fault whose
@@ -1117,10 +1124,15 @@ func (v *View) answerFaultDuring(from, to time.Duration) bool {
 // on the way, but none can keep prefill from sending). A room prefill
 // failed but had not cleared yet (its scheduler busy with a forward) is
 // not judged here. "" when that is not the case.
-func unsentFailNotice(f firing, peer contract.RoomRecord, hasPeer bool) string {
+func unsentFailNotice(f firing, own, peer contract.RoomRecord, hasPeer bool) string {
 	if f.b.Name != contract.BackstopWaiting || !hasPeer {
 		return ""
 	}
+	// Only what prefill did after decode sent the TransferInfo it waits
+	// on: a room's records join every request in it, and an earlier
+	// request's TransferInfo, cleared with it (a client retrying in its
+	// room), is not this one's.
+	sent := metadataSentBefore(own, f.at)
 	// Per rank: at TP > 1 a rank that never got its TransferInfo cannot
 	// tell decode anything, whatever another rank held.
 	metadata := map[int]bool{}
@@ -1128,6 +1140,9 @@ func unsentFailNotice(f firing, peer contract.RoomRecord, hasPeer bool) string {
 	for _, e := range sortedEvents(peer.Events) {
 		if e.At.After(f.at) {
 			break
+		}
+		if e.At.Before(sent) {
+			continue
 		}
 		switch e.Kind {
 		case contract.RoomEventMetadata:
@@ -1141,6 +1156,10 @@ func unsentFailNotice(f firing, peer contract.RoomRecord, hasPeer bool) string {
 				return fmt.Sprintf("prefill cleared the room as Failed %v before, holding decode's TransferInfo, and sent it no failure notice",
 					f.at.Sub(e.At).Round(time.Millisecond))
 			}
+			// Clearing drops the TransferInfo with the request: one that
+			// came before belonged to an earlier request in the room (a
+			// client retrying in it), not to what decode waits for now.
+			metadata[e.Rank] = false
 		}
 	}
 	return ""

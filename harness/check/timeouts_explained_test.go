@@ -199,26 +199,37 @@ func TestUnsentFailNotice(t *testing.T) {
 	onRank := func(e contract.Event, rank int) contract.Event { e.Rank = rank; return e }
 	waiting := firing{b: contract.LookupBackstop(contract.BackstopWaiting), room: 1, at: at(3000)}
 	meta, failed, clear := ev(100, contract.RoomEventMetadata, ""), ev(500, contract.RoomEventStatus, contract.StateFailed), ev(600, contract.RoomEventClear, "")
+	// A client retrying in its room: decode sent the retry's TransferInfo
+	// at 1000ms, after prefill had cleared the first request (which held
+	// the first TransferInfo) as Failed at 600ms.
+	retrySent := contract.Event{At: at(1000), Side: contract.SideDecode, Kind: contract.RoomEventMetadataSent}
 	for _, tc := range []struct {
 		name   string
 		f      firing
+		own    []contract.Event
 		events []contract.Event
 		judged bool
 	}{
-		{"cleared Failed, no notice", waiting, []contract.Event{meta, failed, clear}, true},
-		{"notice sent", waiting, []contract.Event{meta, failed, ev(600, contract.RoomEventFailNotice, ""), clear}, false},
-		{"not cleared yet", waiting, []contract.Event{meta, failed}, false},
-		{"no TransferInfo", waiting, []contract.Event{failed, clear}, false},
-		{"cleared Success", waiting, []contract.Event{meta, ev(500, contract.RoomEventStatus, contract.StateSuccess), clear}, false},
-		{"cleared just before", firing{b: waiting.b, room: 1, at: at(1200)}, []contract.Event{meta, failed, clear}, false},
-		{"another backstop", firing{b: contract.LookupBackstop(contract.BackstopAck), room: 1, at: at(3000)}, []contract.Event{meta, failed, clear}, false},
+		{"cleared Failed, no notice", waiting, nil, []contract.Event{meta, failed, clear}, true},
+		{"an earlier request's clear, before decode's TransferInfo", waiting, []contract.Event{retrySent},
+			[]contract.Event{meta, failed, clear, ev(1100, contract.RoomEventStatus, contract.StateFailed), ev(1100, contract.RoomEventClear, "")}, false},
+		{"an earlier request's TransferInfo, cleared with it", waiting, nil,
+			[]contract.Event{meta, ev(400, contract.RoomEventStatus, contract.StateSuccess), ev(450, contract.RoomEventClear, ""), failed, clear}, false},
+		{"the retry's own TransferInfo, cleared Failed", waiting, []contract.Event{retrySent},
+			[]contract.Event{meta, failed, clear, ev(1050, contract.RoomEventMetadata, ""), ev(1100, contract.RoomEventStatus, contract.StateFailed), ev(1150, contract.RoomEventClear, "")}, true},
+		{"notice sent", waiting, nil, []contract.Event{meta, failed, ev(600, contract.RoomEventFailNotice, ""), clear}, false},
+		{"not cleared yet", waiting, nil, []contract.Event{meta, failed}, false},
+		{"no TransferInfo", waiting, nil, []contract.Event{failed, clear}, false},
+		{"cleared Success", waiting, nil, []contract.Event{meta, ev(500, contract.RoomEventStatus, contract.StateSuccess), clear}, false},
+		{"cleared just before", firing{b: waiting.b, room: 1, at: at(1200)}, nil, []contract.Event{meta, failed, clear}, false},
+		{"another backstop", firing{b: contract.LookupBackstop(contract.BackstopAck), room: 1, at: at(3000)}, nil, []contract.Event{meta, failed, clear}, false},
 		// TP 2: rank 1 held the TransferInfo and told decode; rank 0 never
 		// got one (lost on the way) and cleared first, with no one to tell.
-		{"tp2: the rank that cleared first had no TransferInfo", waiting, []contract.Event{onRank(meta, 1), onRank(failed, 0), onRank(clear, 0),
+		{"tp2: the rank that cleared first had no TransferInfo", waiting, nil, []contract.Event{onRank(meta, 1), onRank(failed, 0), onRank(clear, 0),
 			onRank(failed, 1), onRank(ev(610, contract.RoomEventFailNotice, ""), 1), onRank(ev(620, contract.RoomEventClear, ""), 1)}, false},
-		{"tp2: the rank that held it cleared without a notice", waiting, []contract.Event{onRank(meta, 1), onRank(failed, 1), onRank(clear, 1)}, true},
+		{"tp2: the rank that held it cleared without a notice", waiting, nil, []contract.Event{onRank(meta, 1), onRank(failed, 1), onRank(clear, 1)}, true},
 	} {
-		why := unsentFailNotice(tc.f, contract.RoomRecord{Room: 1, Events: tc.events}, true)
+		why := unsentFailNotice(tc.f, contract.RoomRecord{Room: 1, Events: tc.own}, contract.RoomRecord{Room: 1, Events: tc.events}, true)
 		if (why != "") != tc.judged || (tc.judged && !strings.Contains(why, "sent it no failure notice")) {
 			t.Errorf("%s: %q, judged %v", tc.name, why, tc.judged)
 		}
