@@ -275,6 +275,9 @@ func (v *View) explain(f firing, own, peer contract.RoomRecord, hasPeer bool) (h
 	if why := v.failureNotAnswered(f, own, peer, hasPeer); why != "" {
 		return "", why
 	}
+	if why := v.laterFailureNotAnswered(f, own, peer, hasPeer); why != "" {
+		return "", why
+	}
 	if sent := failNoticeSent(f, own, peer, hasPeer, v.Run.Engine.TP); !sent.IsZero() && f.at.Sub(sent) >= DefaultRaceWindow {
 		// Prefill told decode the room failed, long enough before: only
 		// a fault that can lose or hold back that notice explains decode
@@ -1074,6 +1077,70 @@ func (v *View) failureNotAnswered(f firing, own, peer contract.RoomRecord, hasPe
 		}
 		return fmt.Sprintf("prefill rank %d had failed the room at %v, before decode's TransferInfo (sent at %v, within prefill's failure memory), and never answered it Failed",
 			rank, st.failedAt.Sub(base).Round(time.Millisecond), sent.Sub(base).Round(time.Millisecond))
+	}
+	return ""
+}
+
+// laterFailureNotAnswered says why decode's waiting deadline firing is
+// unexplained when a prefill rank failed and cleared the room's request
+// after decode sent the TransferInfo it waits on, at least a race window
+// before the firing, neither holding that TransferInfo then nor told to
+// abort the room, and recorded no failure notice since: the fixed engine
+// tells decode either way, when it clears a room it holds the
+// TransferInfo of, or when that TransferInfo arrives later (a request
+// failed at once on a tombstone, a bootstrap deadline). Only a fault that
+// can lose or hold back the TransferInfo or the answer (answerFaultDuring)
+// excuses it. "" when that is not the case.
+func (v *View) laterFailureNotAnswered(f firing, own, peer contract.RoomRecord, hasPeer bool) string {
+	if f.b.Name != contract.BackstopWaiting || !hasPeer {
+		return ""
+	}
+	sent := metadataSentBefore(own, f.at)
+	if sent.IsZero() {
+		return ""
+	}
+	type rankState struct {
+		failed, metadata, aborted, told bool
+		clearedAt                       time.Time
+	}
+	ranks := map[int]*rankState{}
+	for _, e := range sortedEvents(peer.Events) {
+		if e.Side != contract.SidePrefill || e.At.Before(sent) || e.At.After(f.at) {
+			continue
+		}
+		st := ranks[e.Rank]
+		if st == nil {
+			st = &rankState{}
+			ranks[e.Rank] = st
+		}
+		switch e.Kind {
+		case contract.RoomEventStatus:
+			st.failed = e.State == contract.StateFailed
+			// Past Bootstrapping, the rank had its TransferInfo.
+			st.metadata = st.metadata || pollOrder(e.State) > pollOrder(contract.StateBootstrapping)
+		case contract.RoomEventMetadata:
+			st.metadata = true
+		case contract.RoomEventAbortReceived, contract.RoomEventAbortTombstone:
+			st.aborted = true
+		case contract.RoomEventFailNotice, contract.RoomEventFailNoticeDeferred:
+			st.told = true
+		case contract.RoomEventClear:
+			if st.clearedAt.IsZero() && st.failed && !st.metadata && !st.aborted {
+				st.clearedAt = e.At
+			}
+		}
+	}
+	base := v.Run.BaseWall
+	for _, rank := range slices.Sorted(maps.Keys(ranks)) {
+		st := ranks[rank]
+		if st.clearedAt.IsZero() || st.told || f.at.Sub(st.clearedAt) < DefaultRaceWindow {
+			continue
+		}
+		if v.answerFaultDuring(sent.Sub(base), f.at.Sub(base)) {
+			return ""
+		}
+		return fmt.Sprintf("prefill rank %d failed the room at %v, after decode's TransferInfo (sent at %v), and never answered it Failed",
+			rank, st.clearedAt.Sub(base).Round(time.Millisecond), sent.Sub(base).Round(time.Millisecond))
 	}
 	return ""
 }

@@ -541,6 +541,56 @@ func TestFailuresPrefillDidNotAnswer(t *testing.T) {
 	})
 }
 
+// TestLaterFailureNotAnswered: decode's waiting deadline is unexplained
+// when prefill failed and cleared the room's request after decode sent
+// its TransferInfo, neither holding it then nor told to abort, and never
+// answered: a client retrying in its room after decode forgot it meets
+// prefill's tombstone, its request failed at once, and the TransferInfo,
+// ahead of it, must be answered Failed.
+func TestLaterFailureNotAnswered(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	cfg := contract.EngineConfig{BootstrapTimeout: 2 * time.Second, WaitingTimeout: 2 * time.Second}
+	s := func(n float64) time.Time { return base.Add(time.Duration(n * float64(time.Second))) }
+	pe := func(at float64, kind, state string) contract.Event {
+		return contract.Event{At: s(at), Side: contract.SidePrefill, Kind: kind, State: state}
+	}
+	// The first request in the room, aborted by decode, tombstoned.
+	first := []contract.Event{pe(0.1, contract.RoomEventMetadata, ""), pe(0.3, contract.RoomEventAbortReceived, ""),
+		pe(0.3, contract.RoomEventAbortTombstone, contract.StateFailed), pe(0.3, contract.RoomEventClear, "")}
+	retry := []contract.Event{pe(1.2, contract.RoomEventStatus, contract.StateFailed), pe(1.2, contract.RoomEventClear, "")}
+	decode := contract.RoomRecord{Room: 5, Side: contract.SideDecode, Events: []contract.Event{
+		{At: s(0.05), Side: contract.SideDecode, Kind: contract.RoomEventMetadataSent},
+		{At: s(1), Side: contract.SideDecode, Kind: contract.RoomEventMetadataSent},
+	}}
+	f := firing{b: contract.LookupBackstop(contract.BackstopWaiting), room: 5, at: s(3)}
+	join := func(es ...[]contract.Event) contract.RoomRecord {
+		return contract.RoomRecord{Room: 5, Side: contract.SidePrefill, Events: slices.Concat(es...)}
+	}
+	for _, tc := range []struct {
+		name    string
+		f       firing
+		prefill contract.RoomRecord
+		faults  []schedule.Record
+		bad     bool
+	}{
+		{"failed on the tombstone, never answered", f, join(first, retry), nil, true},
+		{"answered on arrival", f, join(first, []contract.Event{pe(1.05, contract.RoomEventFailNotice, "")}, retry), nil, false},
+		{"answered after the failure", f, join(first, retry, []contract.Event{pe(1.5, contract.RoomEventFailNotice, "")}), nil, false},
+		{"decode's ABORT first", f, join(first, []contract.Event{pe(1.1, contract.RoomEventAbortReceived, "")}, retry), nil, false},
+		{"held the TransferInfo (judged as an unsent notice)", f, join(first, []contract.Event{pe(1.05, contract.RoomEventMetadata, "")}, retry), nil, false},
+		{"only the first request failed", f, join(first), nil, false},
+		{"cleared just before the deadline", firing{b: f.b, room: 5, at: s(1.5)}, join(first, retry), nil, false},
+		{"a notify link dropping messages", f, join(first, retry), []schedule.Record{{Fault: "drop(notify/0,status)", Layer: faults.LayerProtocol, Applied: true, Start: 900 * time.Millisecond, End: 2 * time.Second}}, false},
+		{"a KV link fault cannot lose it", f, join(first, retry), []schedule.Record{{Fault: "reset-peer@kv/0", Layer: faults.LayerNetwork, Applied: true, Start: 900 * time.Millisecond, End: 2 * time.Second}}, true},
+	} {
+		v := &View{Run: RunInfo{BaseWall: base, Engine: &cfg}, Faults: tc.faults}
+		if why := v.laterFailureNotAnswered(tc.f, decode, tc.prefill, true); (why != "") != tc.bad {
+			t.Errorf("%s: %q; want a violation: %v", tc.name, why, tc.bad)
+		}
+	}
+}
+
 // TestFailNoticeSentForHeldPages: decode holds a room's pages, with no
 // ABORT sent, for the Failed statuses of prefill ranks still writing. Its
 // ABORT resend (or ACK give-up) is judged against the failure notices
