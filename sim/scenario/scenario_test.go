@@ -270,6 +270,33 @@ func TestLateFailNoticesSimulated(t *testing.T) {
 	}
 }
 
+// Retries into the same room after a backoff longer than decode's memory
+// of released rooms, with requests reaching prefill late: decode takes a
+// copy as new and its TransferInfo reaches prefill ahead of the request,
+// to meet the first request's tombstone (metadata-after-abort), which
+// prefill must answer Failed; the request then fails at once on the
+// tombstone (created-after-abort). The fixed engine passes. Retried
+// within decode's memory, decode refuses the copies instead.
+func TestLateRoomRetriesSimulated(t *testing.T) {
+	t.Parallel()
+	r := passesFixed(t, "late-room-retries", 1, 0, sim.Options{})
+	for _, p := range []contract.ProbeID{contract.ProbePrefillMetadataAfterAbort, contract.ProbePrefillCreatedAfterAbort} {
+		if r.Probes[p.String()] == 0 {
+			t.Errorf("probe %s not hit", p)
+		}
+	}
+	cfg := preset(t, "late-room-retries")
+	cfg.Clients.RetryDelay = time.Second
+	soon, err := sim.Run(context.Background(), cfg, 1, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := contract.ProbePrefillMetadataAfterAbort.String()
+	if got, at := r.Probes[after], soon.Probes[after]; got <= at {
+		t.Errorf("%s hit %d times with the long backoff, %d with 1 s: decode does not take copies after its memory", after, got, at)
+	}
+}
+
 // With a regression on, the catalogue's scenario fails in the simulator
 // with a failing checker within a few seeds; the fixed engine passes the
 // same seeds on the checks the regression breaks.

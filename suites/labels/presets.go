@@ -44,5 +44,6 @@ func Presets() map[string]PresetLabels {
 		"kv-write-broken":          {[]string{"transfer", "prefill"}, false},
 		"late-prefill-requests":    {[]string{"router", "prefill", "bootstrap"}, false},
 		"late-fail-notices":        {[]string{"decode", "control-link", "router"}, false},
+		"late-room-retries":        {[]string{"prefill", "bootstrap", "router"}, false},
 	}
 }
