@@ -1130,10 +1130,17 @@ func (v *View) laterFailureNotAnswered(f firing, own, peer contract.RoomRecord, 
 			}
 		}
 	}
+	for _, st := range ranks {
+		if st.told {
+			// One rank's notice fails the room on decode: whether it
+			// came in time is failNoticeSent's to judge.
+			return ""
+		}
+	}
 	base := v.Run.BaseWall
 	for _, rank := range slices.Sorted(maps.Keys(ranks)) {
 		st := ranks[rank]
-		if st.clearedAt.IsZero() || st.told || f.at.Sub(st.clearedAt) < DefaultRaceWindow {
+		if st.clearedAt.IsZero() || f.at.Sub(st.clearedAt) < DefaultRaceWindow {
 			continue
 		}
 		if v.answerFaultDuring(sent.Sub(base), f.at.Sub(base)) {

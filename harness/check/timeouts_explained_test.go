@@ -564,6 +564,13 @@ func TestLaterFailureNotAnswered(t *testing.T) {
 		{At: s(1), Side: contract.SideDecode, Kind: contract.RoomEventMetadataSent},
 	}}
 	f := firing{b: contract.LookupBackstop(contract.BackstopWaiting), room: 5, at: s(3)}
+	onRank := func(es []contract.Event, rank int) []contract.Event {
+		out := slices.Clone(es)
+		for i := range out {
+			out[i].Rank = rank
+		}
+		return out
+	}
 	join := func(es ...[]contract.Event) contract.RoomRecord {
 		return contract.RoomRecord{Room: 5, Side: contract.SidePrefill, Events: slices.Concat(es...)}
 	}
@@ -580,6 +587,8 @@ func TestLaterFailureNotAnswered(t *testing.T) {
 		{"decode's ABORT first", f, join(first, []contract.Event{pe(1.1, contract.RoomEventAbortReceived, "")}, retry), nil, false},
 		{"held the TransferInfo (judged as an unsent notice)", f, join(first, []contract.Event{pe(1.05, contract.RoomEventMetadata, "")}, retry), nil, false},
 		{"only the first request failed", f, join(first), nil, false},
+		{"tp2: rank 0 told decode, rank 1 had no TransferInfo yet", f, join(first, []contract.Event{pe(1.05, contract.RoomEventFailNotice, "")}, onRank(retry, 1)), nil, false},
+		{"tp2: rank 1 failed it unanswered", f, join(first, onRank(retry, 1)), nil, true},
 		{"cleared just before the deadline", firing{b: f.b, room: 5, at: s(1.5)}, join(first, retry), nil, false},
 		{"a notify link dropping messages", f, join(first, retry), []schedule.Record{{Fault: "drop(notify/0,status)", Layer: faults.LayerProtocol, Applied: true, Start: 900 * time.Millisecond, End: 2 * time.Second}}, false},
 		{"a KV link fault cannot lose it", f, join(first, retry), []schedule.Record{{Fault: "reset-peer@kv/0", Layer: faults.LayerNetwork, Applied: true, Start: 900 * time.Millisecond, End: 2 * time.Second}}, true},
