@@ -115,8 +115,14 @@ func (s *run) strangeRoutes() {
 		if err != nil {
 			panic(fmt.Sprintf("sim: the %s route query does not parse: %v", d.Name, err))
 		}
-		_, ok := s.p.RouteRank(q)
+		rank, ok := s.p.RouteRank(q)
 		s.tracef("stranger", "route lookup (%s) for prefill rank %d: found %v", d.Name, s.cfg.TP, ok)
+		if ok && rank >= s.cfg.TP {
+			// The runtime answers with that rank's control socket, an
+			// index past its last: its handler panics and the hostile
+			// peer's lookup fails, as the gate's hostile spec checks live.
+			panic(fmt.Sprintf("sim: prefill answered a route lookup for rank %d of its %d", rank, s.cfg.TP))
+		}
 	}
 }
 
