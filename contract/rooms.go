@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"strconv"
 	"strings"
 	"time"
 )
@@ -120,7 +121,27 @@ const (
 	// RoomEventAbortSent is decode sending prefill an ABORT for the room:
 	// its pages then wait for every rank's ABORT_ACK.
 	RoomEventAbortSent = "abort-sent"
+	// RoomEventPagesNeeded is decode taking a request into its prealloc
+	// queue: the detail (PagesNeeded) says how many KV pages a rank it
+	// waits for, so a checker can tell a wait that can end from one for
+	// more pages than the pool holds.
+	RoomEventPagesNeeded = "pages-needed"
 )
+
+const pagesNeeded = " pages a rank"
+
+// PagesNeeded is RoomEventPagesNeeded's detail for n pages a rank.
+func PagesNeeded(n int) string { return strconv.Itoa(n) + pagesNeeded }
+
+// ParsePagesNeeded reads a RoomEventPagesNeeded detail.
+func ParsePagesNeeded(detail string) (int, bool) {
+	num, ok := strings.CutSuffix(detail, pagesNeeded)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(num)
+	return n, err == nil && n >= 0
+}
 
 // Ending is a room event after which the fixed engine ends the room on
 // that rank in the same step: its status becomes Failed (or stays

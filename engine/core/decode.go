@@ -306,6 +306,7 @@ func (d *Decode) Add(now time.Time, rid string, room uint64, bootstrap string, t
 		rk.status.Update(now, room, WaitingForInput, WriterReceiver, "receiver init")
 		rk.prealloc = append(rk.prealloc, req)
 	}
+	d.hist.Note(now, room, "decode", 0, contract.RoomEventPagesNeeded, contract.PagesNeeded(d.pagesFor(len(tokens))))
 	d.byRid[rid] = req
 	d.byRoom[room] = req
 	return nil

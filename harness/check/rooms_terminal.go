@@ -48,6 +48,8 @@ func checkRoomsTerminal(v *View) CheckResult {
 	ev["rooms_revived"] = int64(len(revived))
 	lingered := lingeringRooms(recs, DefaultRaceWindow)
 	ev["rooms_lingering"] = int64(len(lingered))
+	unfit := unfittingRooms(v, recs)
+	ev["rooms_never_fitting"] = int64(len(unfit))
 	switch {
 	case len(revived) > 0:
 		r := result(contract.CheckRoomsTerminal, Fail, ev, "%d rooms left Failed, or went on after the client's abort, without being cleared first (Failed is final): %s",
@@ -59,6 +61,11 @@ func checkRoomsTerminal(v *View) CheckResult {
 			len(lingered), joinLimit(lingered, 2))
 		r.Details = lingered
 		return r
+	case len(unfit) > 0:
+		r := result(contract.CheckRoomsTerminal, Fail, ev, "%d rooms decode took that need more KV pages than its pool holds, so they can only end by a cancel: %s",
+			len(unfit), joinLimit(unfit, 2))
+		r.Details = unfit
+		return r
 	case len(errs) > 0:
 		r := result(contract.CheckRoomsTerminal, Inconclusive, ev, "final rooms snapshot failed: %s", joinLimit(errs, 3))
 		return r
@@ -66,6 +73,35 @@ func checkRoomsTerminal(v *View) CheckResult {
 		return result(contract.CheckRoomsTerminal, Inconclusive, ev, "no room was ever seen: nothing to judge")
 	}
 	return result(contract.CheckRoomsTerminal, Pass, ev, "%d rooms checked, none held", ev["rooms_checked"])
+}
+
+// unfittingRooms lists the decode rooms taken into the prealloc queue
+// for more pages a rank than decode's pool holds (the run's engine
+// config): no release can ever make room for them, so they wait for a
+// cancel while their clients see nothing. The fixed engine refuses such a
+// request at once, as SGLang refuses a prompt past the context length at
+// its tokenizer.
+func unfittingRooms(v *View, recs map[string]map[uint64]contract.RoomRecord) []string {
+	if v.Run.Engine == nil {
+		return nil
+	}
+	cfg, _, err := v.Run.Engine.Resolve()
+	if err != nil || cfg.Pages <= 0 {
+		return nil
+	}
+	var out []string
+	for _, id := range sortedRooms(recs[contract.SideDecode]) {
+		for _, e := range sortedEvents(recs[contract.SideDecode][id].Events) {
+			if e.Kind != contract.RoomEventPagesNeeded {
+				continue
+			}
+			if n, ok := contract.ParsePagesNeeded(e.Detail); ok && n > cfg.Pages {
+				out = append(out, fmt.Sprintf("room %d: taken at %s needing %d pages a rank, the pool holds %d", id, e.At.Format("15:04:05.000"), n, cfg.Pages))
+				break
+			}
+		}
+	}
+	return out
 }
 
 // revivedRooms lists the rooms whose status on some rank left Failed for

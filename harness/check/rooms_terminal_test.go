@@ -78,3 +78,33 @@ func TestLingeringRooms(t *testing.T) {
 		t.Fatalf("judged decode by prefill's endings: %v", got)
 	}
 }
+
+// A decode room taken for more pages a rank than the pool holds can only
+// end by a cancel: a violation whatever its end; one that fits, one with
+// no engine config (an external target) or a detail that does not parse
+// is not judged.
+func TestUnfittingRooms(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	rec := func(room uint64, detail string) contract.RoomRecord {
+		return contract.RoomRecord{Room: room, Side: contract.SideDecode, Events: []contract.Event{
+			{At: at, Side: contract.SideDecode, Kind: contract.RoomEventStatus, State: contract.StateBootstrapping},
+			{At: at, Side: contract.SideDecode, Kind: contract.RoomEventPagesNeeded, Detail: detail},
+			{At: at.Add(3 * time.Second), Side: contract.SideDecode, Kind: contract.RoomEventClear},
+		}}
+	}
+	recs := map[string]map[uint64]contract.RoomRecord{contract.SideDecode: {
+		1: rec(1, contract.PagesNeeded(160)), 2: rec(2, contract.PagesNeeded(161)), 3: rec(3, "many pages"),
+	}}
+	cfg := contract.EngineConfig{Pages: 160}
+	got := unfittingRooms(&View{Run: RunInfo{Engine: &cfg}}, recs)
+	if len(got) != 1 || !strings.Contains(got[0], "room 2:") || !strings.Contains(got[0], "needing 161 pages a rank, the pool holds 160") {
+		t.Errorf("unfitting rooms %q, want room 2 only", got)
+	}
+	if got := unfittingRooms(&View{}, recs); got != nil {
+		t.Errorf("no engine config: %q, want none judged", got)
+	}
+	if n, ok := contract.ParsePagesNeeded(contract.PagesNeeded(42)); !ok || n != 42 {
+		t.Errorf("PagesNeeded(42) reads back as %d, %v", n, ok)
+	}
+}
