@@ -1023,10 +1023,7 @@ func peerBackstopExplains(f, p firing, own contract.RoomRecord, cfg contract.Eng
 // the answer (answerFaultDuring) from its sending to the firing excuses
 // it. "" when that is not the case.
 func (v *View) failureNotAnswered(f firing, own, peer contract.RoomRecord, hasPeer bool) string {
-	if f.b.Name != contract.BackstopWaiting || !hasPeer {
-		return ""
-	}
-	sent := metadataSentBefore(own, f.at)
+	sent := waitedFor(f, own, hasPeer)
 	if sent.IsZero() {
 		return ""
 	}
@@ -1048,11 +1045,7 @@ func (v *View) failureNotAnswered(f firing, own, peer contract.RoomRecord, hasPe
 			ranks = map[int]*rankState{} // a request for the room: its own life
 			continue
 		}
-		st := ranks[e.Rank]
-		if st == nil {
-			st = &rankState{}
-			ranks[e.Rank] = st
-		}
+		st := rankEntry(ranks, e.Rank)
 		switch e.Kind {
 		case contract.RoomEventStatus:
 			if e.State == contract.StateFailed && st.failedAt.IsZero() && !st.metadata {
@@ -1067,18 +1060,13 @@ func (v *View) failureNotAnswered(f firing, own, peer contract.RoomRecord, hasPe
 		}
 	}
 	base := v.Run.BaseWall
-	for _, rank := range slices.Sorted(maps.Keys(ranks)) {
-		st := ranks[rank]
+	return unansweredUnlessFault(v, f, sent, ranks, func(rank int, st *rankState) string {
 		if !st.cleared || st.told || st.metadata || sent.Sub(st.failedAt) >= memory {
-			continue
-		}
-		if v.answerFaultDuring(sent.Sub(base), f.at.Sub(base)) {
 			return ""
 		}
 		return fmt.Sprintf("prefill rank %d had failed the room at %v, before decode's TransferInfo (sent at %v, within prefill's failure memory), and never answered it Failed",
 			rank, st.failedAt.Sub(base).Round(time.Millisecond), sent.Sub(base).Round(time.Millisecond))
-	}
-	return ""
+	})
 }
 
 // laterFailureNotAnswered says why decode's waiting deadline firing is
@@ -1092,10 +1080,7 @@ func (v *View) failureNotAnswered(f firing, own, peer contract.RoomRecord, hasPe
 // can lose or hold back the TransferInfo or the answer (answerFaultDuring)
 // excuses it. "" when that is not the case.
 func (v *View) laterFailureNotAnswered(f firing, own, peer contract.RoomRecord, hasPeer bool) string {
-	if f.b.Name != contract.BackstopWaiting || !hasPeer {
-		return ""
-	}
-	sent := metadataSentBefore(own, f.at)
+	sent := waitedFor(f, own, hasPeer)
 	if sent.IsZero() {
 		return ""
 	}
@@ -1108,11 +1093,7 @@ func (v *View) laterFailureNotAnswered(f firing, own, peer contract.RoomRecord, 
 		if e.Side != contract.SidePrefill || e.At.Before(sent) || e.At.After(f.at) {
 			continue
 		}
-		st := ranks[e.Rank]
-		if st == nil {
-			st = &rankState{}
-			ranks[e.Rank] = st
-		}
+		st := rankEntry(ranks, e.Rank)
 		switch e.Kind {
 		case contract.RoomEventStatus:
 			st.failed = e.State == contract.StateFailed
@@ -1138,18 +1119,51 @@ func (v *View) laterFailureNotAnswered(f firing, own, peer contract.RoomRecord, 
 		}
 	}
 	base := v.Run.BaseWall
-	for _, rank := range slices.Sorted(maps.Keys(ranks)) {
-		st := ranks[rank]
+	return unansweredUnlessFault(v, f, sent, ranks, func(rank int, st *rankState) string {
 		if st.clearedAt.IsZero() || f.at.Sub(st.clearedAt) < DefaultRaceWindow {
-			continue
-		}
-		if v.answerFaultDuring(sent.Sub(base), f.at.Sub(base)) {
 			return ""
 		}
 		return fmt.Sprintf("prefill rank %d failed the room at %v, after decode's TransferInfo (sent at %v), and never answered it Failed",
 			rank, st.clearedAt.Sub(base).Round(time.Millisecond), sent.Sub(base).Round(time.Millisecond))
+	})
+}
+
+// unansweredUnlessFault is why's verdict on the first rank, in rank
+// order, it judges unanswered (why says so, "" otherwise), unless a
+// fault that can lose decode's TransferInfo or prefill's answer
+// (answerFaultDuring) overlapped its sending at sent and the firing f.
+func unansweredUnlessFault[T any](v *View, f firing, sent time.Time, ranks map[int]*T, why func(rank int, st *T) string) string {
+	for _, rank := range slices.Sorted(maps.Keys(ranks)) {
+		msg := why(rank, ranks[rank])
+		if msg == "" {
+			continue
+		}
+		if v.answerFaultDuring(sent.Sub(v.Run.BaseWall), f.at.Sub(v.Run.BaseWall)) {
+			return ""
+		}
+		return msg
 	}
 	return ""
+}
+
+// waitedFor is, for decode's waiting deadline on a room prefill has a
+// record of, when decode sent the TransferInfo it was waiting on; zero
+// for any other firing.
+func waitedFor(f firing, own contract.RoomRecord, hasPeer bool) time.Time {
+	if f.b.Name != contract.BackstopWaiting || !hasPeer {
+		return time.Time{}
+	}
+	return metadataSentBefore(own, f.at)
+}
+
+// rankEntry is m's entry for rank, made on first use.
+func rankEntry[T any](m map[int]*T, rank int) *T {
+	st := m[rank]
+	if st == nil {
+		st = new(T)
+		m[rank] = st
+	}
+	return st
 }
 
 // metadataSentBefore is when decode last sent its TransferInfo for the

@@ -252,21 +252,31 @@ func TestLatePrefillRequestsSimulated(t *testing.T) {
 // (no backoff), a copy meets the old request still held instead.
 func TestLateFailNoticesSimulated(t *testing.T) {
 	t.Parallel()
-	r := passesFixed(t, "late-fail-notices", 1, 0, sim.Options{})
-	for _, p := range []contract.ProbeID{contract.ProbeDecodeAddRoomReleasedRecently, contract.ProbeDecodeFailNoticeUnknownRoom} {
+	backoffBrings(t, "late-fail-notices", 0, contract.ProbeDecodeAddRoomReleasedRecently, contract.ProbeDecodeFailNoticeUnknownRoom)
+}
+
+// backoffBrings runs preset (seed 1) on the fixed engine, which must pass
+// and hit every probe in hits, then again with the clients' retry backoff
+// set to other: the first of hits must be hit more often with the
+// preset's own backoff, the order it exists to bring about.
+func backoffBrings(t *testing.T, name string, other time.Duration, hits ...contract.ProbeID) {
+	t.Helper()
+	r := passesFixed(t, name, 1, 0, sim.Options{})
+	for _, p := range hits {
 		if r.Probes[p.String()] == 0 {
 			t.Errorf("probe %s not hit", p)
 		}
 	}
-	cfg := preset(t, "late-fail-notices")
-	cfg.Clients.RetryDelay = 0
-	atOnce, err := sim.Run(context.Background(), cfg, 1, sim.Options{})
+	cfg := preset(t, name)
+	cfg.Clients.RetryDelay = other
+	alt, err := sim.Run(context.Background(), cfg, 1, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	recent := contract.ProbeDecodeAddRoomReleasedRecently.String()
-	if got, at := r.Probes[recent], atOnce.Probes[recent]; got <= at {
-		t.Errorf("%s hit %d times with the backoff, %d without: the backoff does not bring copies after the release", recent, got, at)
+	p := hits[0].String()
+	if got, at := r.Probes[p], alt.Probes[p]; got <= at {
+		t.Errorf("%s hit %d times with the preset's retry backoff (%v), %d with %v: the backoff does not bring the order it is for",
+			p, got, preset(t, name).Clients.RetryDelay, at, other)
 	}
 }
 
@@ -279,22 +289,7 @@ func TestLateFailNoticesSimulated(t *testing.T) {
 // within decode's memory, decode refuses the copies instead.
 func TestLateRoomRetriesSimulated(t *testing.T) {
 	t.Parallel()
-	r := passesFixed(t, "late-room-retries", 1, 0, sim.Options{})
-	for _, p := range []contract.ProbeID{contract.ProbePrefillMetadataAfterAbort, contract.ProbePrefillCreatedAfterAbort} {
-		if r.Probes[p.String()] == 0 {
-			t.Errorf("probe %s not hit", p)
-		}
-	}
-	cfg := preset(t, "late-room-retries")
-	cfg.Clients.RetryDelay = time.Second
-	soon, err := sim.Run(context.Background(), cfg, 1, sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	after := contract.ProbePrefillMetadataAfterAbort.String()
-	if got, at := r.Probes[after], soon.Probes[after]; got <= at {
-		t.Errorf("%s hit %d times with the long backoff, %d with 1 s: decode does not take copies after its memory", after, got, at)
-	}
+	backoffBrings(t, "late-room-retries", time.Second, contract.ProbePrefillMetadataAfterAbort, contract.ProbePrefillCreatedAfterAbort)
 }
 
 // With a regression on, the catalogue's scenario fails in the simulator
