@@ -99,3 +99,11 @@ const RunLabelFlag = "run-label"
 // EngineConfig as JSON: how the harness starts role processes, so no
 // setting of a scenario is lost on the way.
 const EngineConfigFlag = "engine-config"
+
+// ClockStepFlag is the `pdchaos engine` flag that gives a role process how
+// far the host's wall clock has stepped since the harness's run began (a
+// duration; zero or absent: none). The role's clock starts that much
+// behind the host's and then follows the monotonic clock, so its room
+// events sit on the run's time line even when the role was restarted after
+// an NTP step or a resumed VM moved the wall clock.
+const ClockStepFlag = "clock-step"

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"reflect"
-	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
 )
@@ -140,6 +139,3 @@ func loopbackOnly(h http.HandlerFunc) http.HandlerFunc {
 		h(w, r)
 	}
 }
-
-// timeNow is the live runtime's clock; the core never reads it itself.
-func timeNow() time.Time { return time.Now() }

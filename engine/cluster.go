@@ -33,11 +33,12 @@ func StartCluster(ctx context.Context, cfg contract.EngineConfig, log *slog.Logg
 		return nil, fmt.Errorf("engine config: %w", err)
 	}
 	c := &Cluster{cfg: cfg, links: newLinkTable()}
+	clock := newSteadyClock(0) // one for both roles: their records share a time line
 	var err error
-	if c.Prefill, err = startPrefill(ctx, cfg, PrefillAddrs{}, c.links, log); err != nil {
+	if c.Prefill, err = startPrefill(ctx, cfg, PrefillAddrs{}, c.links, clock, log); err != nil {
 		return nil, err
 	}
-	if c.Decode, err = startDecode(ctx, cfg, DecodeAddrs{}, c.links, log); err != nil {
+	if c.Decode, err = startDecode(ctx, cfg, DecodeAddrs{}, c.links, clock, log); err != nil {
 		_ = c.Close(ctx)
 		return nil, err
 	}

@@ -28,6 +28,7 @@ type Decode struct {
 	cfg    contract.EngineConfig
 	log    *slog.Logger
 	links  *linkTable
+	clock  steadyClock // what the role records and decides by (the core never reads a clock)
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -86,10 +87,15 @@ type DecodeAddrs struct {
 
 // StartDecode starts a decode role.
 func StartDecode(ctx context.Context, cfg contract.EngineConfig, addrs DecodeAddrs, log *slog.Logger) (*Decode, error) {
-	return startDecode(ctx, cfg, addrs, newLinkTable(), log)
+	return StartDecodeWith(ctx, cfg, addrs, RoleOptions{Log: log})
 }
 
-func startDecode(ctx context.Context, cfg contract.EngineConfig, addrs DecodeAddrs, links *linkTable, log *slog.Logger) (*Decode, error) {
+// StartDecodeWith is StartDecode with options.
+func StartDecodeWith(ctx context.Context, cfg contract.EngineConfig, addrs DecodeAddrs, o RoleOptions) (*Decode, error) {
+	return startDecode(ctx, cfg, addrs, newLinkTable(), newSteadyClock(o.ClockStep), o.Log)
+}
+
+func startDecode(ctx context.Context, cfg contract.EngineConfig, addrs DecodeAddrs, links *linkTable, clock steadyClock, log *slog.Logger) (*Decode, error) {
 	cfg, reg, err := cfg.Resolve()
 	if err != nil {
 		return nil, fmt.Errorf("engine config: %w", err)
@@ -97,7 +103,7 @@ func startDecode(ctx context.Context, cfg contract.EngineConfig, addrs DecodeAdd
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Decode{cfg: cfg, log: log.With("role", "decode"), links: links, hist: core.NewHistory(2000),
+	d := &Decode{cfg: cfg, log: log.With("role", "decode"), links: links, clock: clock, hist: core.NewHistory(2000),
 		streams: map[string]*decodeStream{}, routes: map[string][]string{}, hello: map[string]helloRef{},
 		wake: make(chan struct{}, 1), probes: &core.ProbeCounts{}, regressed: len(reg.List()) > 0}
 	d.ctx, d.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -265,7 +271,7 @@ func (d *Decode) schedulerLoop() {
 			return
 		}
 		d.mu.Lock()
-		res, err := d.core.Step(time.Now())
+		res, err := d.core.Step(d.clock.Now())
 		out := d.core.TakeOutbound()
 		for _, t := range res.Tokens {
 			if s, ok := d.streams[t.Rid]; ok {
@@ -293,9 +299,9 @@ func (d *Decode) schedulerLoop() {
 		d.tokens.Add(int64(len(res.Tokens)))
 		// SGLang's log points, where logged gauges are set.
 		if len(res.Tokens) > 0 {
-			d.gauges.decodeBatch(time.Now())
+			d.gauges.decodeBatch(d.clock.Now())
 		} else {
-			d.gauges.idleTick(time.Now())
+			d.gauges.idleTick(d.clock.Now())
 		}
 		d.sendOut(out)
 		busy = len(res.Tokens) > 0
@@ -331,7 +337,7 @@ func (d *Decode) notifyLoop(rank int) {
 			return
 		}
 		d.mu.Lock()
-		_ = d.core.OnNotice(time.Now(), rank, frames)
+		_ = d.core.OnNotice(d.clock.Now(), rank, frames)
 		d.mu.Unlock()
 		d.kick()
 	}
@@ -365,13 +371,13 @@ func (d *Decode) serveKV(rank int, conn net.Conn) {
 			// the peer's fault; a broken or cut message is.
 			if errors.Is(err, errKVMalformed) || errors.Is(err, io.ErrUnexpectedEOF) {
 				d.mu.Lock()
-				d.core.OnKVUnreadable(time.Now(), rank, m.room, err.Error())
+				d.core.OnKVUnreadable(d.clock.Now(), rank, m.room, err.Error())
 				d.mu.Unlock()
 			}
 			return
 		}
 		d.mu.Lock()
-		if !d.core.AdmitKVRank(time.Now(), rank, int(m.rank), m.room) {
+		if !d.core.AdmitKVRank(d.clock.Now(), rank, int(m.rank), m.room) {
 			d.mu.Unlock()
 			return
 		}
@@ -379,12 +385,12 @@ func (d *Decode) serveKV(rank int, conn net.Conn) {
 		before := d.core.StatusChanges()
 		// The name is checked before anything is written, as NIXL refuses
 		// a write to a remote agent it dropped.
-		if !d.core.AdmitKV(time.Now(), rank, m.room, int(m.id), m.agent) {
+		if !d.core.AdmitKV(d.clock.Now(), rank, m.room, int(m.id), m.agent) {
 			active = false
 		} else if m.kind == kvChunk {
-			active = d.core.OnChunk(time.Now(), rank, m.room, int(m.id), m.last, m.pages, int(m.first), m.payload)
+			active = d.core.OnChunk(d.clock.Now(), rank, m.room, int(m.id), m.last, m.pages, int(m.first), m.payload)
 		} else {
-			active = d.core.OnAux(time.Now(), rank, m.room)
+			active = d.core.OnAux(d.clock.Now(), rank, m.room)
 		}
 		moved := d.core.StatusChanges() != before
 		d.mu.Unlock()
@@ -400,7 +406,7 @@ func (d *Decode) serveKV(rank int, conn net.Conn) {
 		}
 		if w.WriteByte(reply) != nil || w.Flush() != nil {
 			d.mu.Lock()
-			d.core.OnKVReplyFailed(time.Now(), rank, m.room)
+			d.core.OnKVReplyFailed(d.clock.Now(), rank, m.room)
 			d.mu.Unlock()
 			return
 		}
@@ -484,7 +490,7 @@ func (d *Decode) heartbeatLoop() {
 				return
 			}
 			d.mu.Lock()
-			lost, n := d.core.OnHeartbeat(time.Now(), b, ok)
+			lost, n := d.core.OnHeartbeat(d.clock.Now(), b, ok)
 			if !lost {
 				d.mu.Unlock()
 				continue

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/core"
@@ -23,7 +22,7 @@ func (d *Decode) Hooks() contract.Hooks {
 
 func (d *Decode) routesHandler() http.Handler {
 	reg := prometheus.NewRegistry()
-	d.gauges = newGaugeLog(d.cfg, d.samples)
+	d.gauges = newGaugeLog(d.cfg, d.clock.Now(), d.samples)
 	reg.MustRegister(newCollector(d.cfg.Model, "decode", d.gauges.samples), newProbeCollector(d.cfg.Model, contract.SideDecode, d.probes))
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+contract.PathGenerate, d.handleGenerate)
@@ -34,7 +33,7 @@ func (d *Decode) routesHandler() http.Handler {
 		var req abortRequest
 		_ = readJSON(w, r, &req)
 		d.mu.Lock()
-		d.core.OnAbortRequest(time.Now(), req.Rid)
+		d.core.OnAbortRequest(d.clock.Now(), req.Rid)
 		d.mu.Unlock()
 		d.kick()
 		w.WriteHeader(http.StatusOK)
@@ -119,7 +118,7 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	tokens := model.Tokenize(req.Text)
 	st := &decodeStream{tokens: make(chan core.TokenOut, maxNew+1), done: make(chan error, 1), last: make(chan struct{}, 1)}
 	d.mu.Lock()
-	err := d.core.Add(time.Now(), rid, room, bootstrap, tokens, maxNew)
+	err := d.core.Add(d.clock.Now(), rid, room, bootstrap, tokens, maxNew)
 	if err == nil {
 		d.streams[rid] = st
 	}
@@ -132,7 +131,7 @@ func (d *Decode) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	d.kick()
 	clientGone := func() {
 		d.mu.Lock()
-		d.core.OnClientGone(time.Now(), rid)
+		d.core.OnClientGone(d.clock.Now(), rid)
 		d.mu.Unlock()
 		d.kick()
 	}

@@ -84,11 +84,11 @@ type gaugeLog struct {
 	batches int          // decode batches since then
 }
 
-func newGaugeLog(cfg contract.EngineConfig, read func() []rankSample) *gaugeLog {
+func newGaugeLog(cfg contract.EngineConfig, now time.Time, read func() []rankSample) *gaugeLog {
 	g := &gaugeLog{mode: cfg.Gauges, every: max(cfg.DecodeLogInterval, 1), idle: cfg.IdleMetricsInterval, read: read}
 	if g.mode == contract.GaugesLogged {
 		// SGLang's collector starts at zero gauges; so does an idle role.
-		g.set(time.Now(), read())
+		g.set(now, read())
 	}
 	return g
 }

@@ -28,6 +28,7 @@ type Prefill struct {
 	cfg    contract.EngineConfig
 	log    *slog.Logger
 	links  *linkTable
+	clock  steadyClock // what the role records and decides by (the core never reads a clock)
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -73,10 +74,15 @@ type PrefillAddrs struct {
 
 // StartPrefill starts a prefill role.
 func StartPrefill(ctx context.Context, cfg contract.EngineConfig, addrs PrefillAddrs, log *slog.Logger) (*Prefill, error) {
-	return startPrefill(ctx, cfg, addrs, newLinkTable(), log)
+	return StartPrefillWith(ctx, cfg, addrs, RoleOptions{Log: log})
 }
 
-func startPrefill(ctx context.Context, cfg contract.EngineConfig, addrs PrefillAddrs, links *linkTable, log *slog.Logger) (*Prefill, error) {
+// StartPrefillWith is StartPrefill with options.
+func StartPrefillWith(ctx context.Context, cfg contract.EngineConfig, addrs PrefillAddrs, o RoleOptions) (*Prefill, error) {
+	return startPrefill(ctx, cfg, addrs, newLinkTable(), newSteadyClock(o.ClockStep), o.Log)
+}
+
+func startPrefill(ctx context.Context, cfg contract.EngineConfig, addrs PrefillAddrs, links *linkTable, clock steadyClock, log *slog.Logger) (*Prefill, error) {
 	cfg, reg, err := cfg.Resolve()
 	if err != nil {
 		return nil, fmt.Errorf("engine config: %w", err)
@@ -86,7 +92,7 @@ func startPrefill(ctx context.Context, cfg contract.EngineConfig, addrs PrefillA
 	}
 	hist := core.NewHistory(2000)
 	probes := &core.ProbeCounts{}
-	p := &Prefill{cfg: cfg, log: log.With("role", "prefill"), links: links, hist: hist, probes: probes,
+	p := &Prefill{cfg: cfg, log: log.With("role", "prefill"), links: links, clock: clock, hist: hist, probes: probes,
 		core: core.NewPrefill(core.PrefillConfig{Ranks: cfg.TP, Workers: cfg.TransferWorkers, PageSize: cfg.PageSize,
 			ChunkPages: cfg.ChunkPages, PostedWrites: cfg.KVPostedWrites, BootstrapTimeout: cfg.BootstrapTimeout, InflightTimeout: cfg.InflightTimeout, Regressions: reg, Wire: cfg.Wire,
 			Probes: probes}, hist),
@@ -221,7 +227,7 @@ func (p *Prefill) schedulerLoop() {
 			return
 		}
 		p.mu.Lock()
-		fin := p.core.PopBootstrapped(time.Now())
+		fin := p.core.PopBootstrapped(p.clock.Now())
 		tokens := p.core.WaitingTokens()
 		p.mu.Unlock()
 		p.finish(fin)
@@ -236,8 +242,8 @@ func (p *Prefill) schedulerLoop() {
 			}
 		}
 		p.mu.Lock()
-		fin, forwarded := p.core.Forward(time.Now())
-		fin = append(fin, p.core.ProcessInflight(time.Now())...)
+		fin, forwarded := p.core.Forward(p.clock.Now())
+		fin = append(fin, p.core.ProcessInflight(p.clock.Now())...)
 		_, more, _ := p.core.QueueLens()
 		p.mu.Unlock()
 		if more > 0 {
@@ -246,9 +252,9 @@ func (p *Prefill) schedulerLoop() {
 		p.finish(fin)
 		// SGLang's log points, where logged gauges are set.
 		if forwarded > 0 {
-			p.gauges.prefillBatch(time.Now())
+			p.gauges.prefillBatch(p.clock.Now())
 		} else {
-			p.gauges.idleTick(time.Now())
+			p.gauges.idleTick(p.clock.Now())
 		}
 		if forwarded > 0 {
 			for r := range p.workerWake {
@@ -291,7 +297,7 @@ func (p *Prefill) bootstrapLoop(rank int) {
 			return
 		}
 		p.mu.Lock()
-		err = p.core.OnControlFrom(time.Now(), rank, m.Frames, m.Conn)
+		err = p.core.OnControlFrom(p.clock.Now(), rank, m.Frames, m.Conn)
 		out := p.core.TakeOutbound()
 		if p.core.DecodeRestarts != p.restartsSeen {
 			p.restartsSeen = p.core.DecodeRestarts
@@ -332,8 +338,8 @@ func (p *Prefill) workerLoop(rank, w int) {
 		p.mu.Lock()
 		var batch []*core.Chunk
 		if p.cfg.KVPostedWrites > 1 {
-			batch = p.core.WorkerBeginPosted(time.Now(), rank, w)
-		} else if c := p.core.WorkerBegin(time.Now(), rank, w); c != nil {
+			batch = p.core.WorkerBeginPosted(p.clock.Now(), rank, w)
+		} else if c := p.core.WorkerBegin(p.clock.Now(), rank, w); c != nil {
 			batch = []*core.Chunk{c}
 		}
 		p.mu.Unlock()
@@ -351,7 +357,7 @@ func (p *Prefill) workerLoop(rank, w int) {
 		}
 		p.mu.Lock()
 		before := p.core.StatusChanges()
-		send := p.core.WorkerSend(time.Now(), rank, w)
+		send := p.core.WorkerSend(p.clock.Now(), rank, w)
 		moved := p.core.StatusChanges() != before
 		p.mu.Unlock()
 		var err error
@@ -372,7 +378,7 @@ func (p *Prefill) workerLoop(rank, w int) {
 		}
 		p.mu.Lock()
 		before = p.core.StatusChanges()
-		p.core.WorkerEnd(time.Now(), rank, w, err)
+		p.core.WorkerEnd(p.clock.Now(), rank, w, err)
 		moved = moved || p.core.StatusChanges() != before
 		settled := p.core.Settled(rank, batch[0].Room)
 		out := p.core.TakeOutbound()
@@ -549,7 +555,7 @@ func (p *Prefill) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	tokens := model.Tokenize(req.Text)
 	done := make(chan error, 1)
 	p.mu.Lock()
-	err := p.core.Add(time.Now(), rid, room, tokens)
+	err := p.core.Add(p.clock.Now(), rid, room, tokens)
 	if err == nil {
 		p.waiters[rid] = done
 	}
@@ -564,7 +570,7 @@ func (p *Prefill) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	case err = <-done:
 	case <-r.Context().Done():
 		p.mu.Lock()
-		p.core.OnClientGone(time.Now(), room, rid)
+		p.core.OnClientGone(p.clock.Now(), room, rid)
 		p.mu.Unlock()
 		p.kick(p.wake)
 		return
@@ -574,7 +580,7 @@ func (p *Prefill) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Context().Err() != nil {
 		p.mu.Lock()
-		p.core.ClientGone(time.Now(), room, rid) // the cancel came as the room ended
+		p.core.ClientGone(p.clock.Now(), room, rid) // the cancel came as the room ended
 		p.mu.Unlock()
 	}
 	if err != nil {

@@ -29,7 +29,7 @@ func (p *Prefill) Hooks() contract.Hooks {
 
 func (p *Prefill) routes() http.Handler {
 	reg := prometheus.NewRegistry()
-	p.gauges = newGaugeLog(p.cfg, p.samples)
+	p.gauges = newGaugeLog(p.cfg, p.clock.Now(), p.samples)
 	reg.MustRegister(newCollector(p.cfg.Model, "prefill", p.gauges.samples), newProbeCollector(p.cfg.Model, contract.SidePrefill, p.probes))
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+contract.PathGenerate, p.handleGenerate)
@@ -96,7 +96,7 @@ func (p *Prefill) handleAbort(w http.ResponseWriter, r *http.Request) {
 	var req abortRequest
 	_ = readJSON(w, r, &req)
 	p.mu.Lock()
-	p.core.OnAbortRequest(timeNow(), req.Rid)
+	p.core.OnAbortRequest(p.clock.Now(), req.Rid)
 	p.mu.Unlock()
 	p.kick(p.wake)
 	w.WriteHeader(http.StatusOK)

@@ -35,6 +35,7 @@ type engineFlags struct {
 	prefillBoot string
 	decodeHTTP  string
 	verbose     bool
+	clockStep   time.Duration // contract.ClockStepFlag
 }
 
 func newEngineCmd() *cobra.Command {
@@ -125,13 +126,14 @@ func addEngineFlags(fl *pflag.FlagSet, f *engineFlags) {
 	fl.StringVar(&f.decodeHTTP, "decode-http", "", "router: decode HTTP host:port")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log engine events to stderr")
 	fl.StringVar(&f.configJSON, contract.EngineConfigFlag, "", "the whole engine config as JSON (a scenario's engine: section, durations in nanoseconds); unknown keys refused; not with the per-setting flags (the harness starts role processes with it)")
+	fl.DurationVar(&f.clockStep, contract.ClockStepFlag, 0, "prefill, decode: how far the host's wall clock has stepped since the run began; the role's room times start that much behind it (set by the harness)")
 	fl.StringVar(&f.runLabel, contract.RunLabelFlag, "", "the run that started this role (set by the harness; 'pdchaos faults reset --leftovers' finds roles by it)")
 }
 
 // notConfigFlags are engine flags that are not engine settings: where a
 // role listens, its peers, logging, marking. They may go with --engine-config.
 var notConfigFlags = []string{"role", "listen", "bootstrap-listen", "control-listen", "notify-listen", "kv-listen",
-	"prefill-http", "prefill-bootstrap", "decode-http", "verbose", "allow-remote", contract.RunLabelFlag, contract.EngineConfigFlag}
+	"prefill-http", "prefill-bootstrap", "decode-http", "verbose", "allow-remote", contract.RunLabelFlag, contract.EngineConfigFlag, contract.ClockStepFlag}
 
 // applyEngineConfig puts --engine-config's config in f. A per-setting
 // flag given with it is refused by name rather than merged: which of the
@@ -216,14 +218,16 @@ func runEngine(ctx context.Context, out io.Writer, f engineFlags) error {
 		ready = map[string]any{"role": "cluster", "router": c.Endpoint(), "prefill": c.Prefill.Addrs(), "decode": c.Decode.Addrs(), "links": c.Links()}
 		closer = c.Close
 	case "prefill":
-		p, err := engine.StartPrefill(ctx, f.cfg, engine.PrefillAddrs{HTTP: f.listen, Bootstrap: f.bootstrap, Control: f.control}, log)
+		p, err := engine.StartPrefillWith(ctx, f.cfg, engine.PrefillAddrs{HTTP: f.listen, Bootstrap: f.bootstrap, Control: f.control},
+			engine.RoleOptions{Log: log, ClockStep: f.clockStep})
 		if err != nil {
 			return &exitError{exitHarness, err}
 		}
 		ready = map[string]any{"role": "prefill", "prefill": p.Addrs(), "pid": os.Getpid()}
 		closer = p.Close
 	case "decode":
-		d, err := engine.StartDecode(ctx, f.cfg, engine.DecodeAddrs{HTTP: f.listen, Notify: f.notify, KV: f.kv}, log)
+		d, err := engine.StartDecodeWith(ctx, f.cfg, engine.DecodeAddrs{HTTP: f.listen, Notify: f.notify, KV: f.kv},
+			engine.RoleOptions{Log: log, ClockStep: f.clockStep})
 		if err != nil {
 			return &exitError{exitHarness, err}
 		}

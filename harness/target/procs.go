@@ -34,6 +34,10 @@ type Procs struct {
 	cfg   contract.EngineConfig
 	logw  io.Writer
 	label string // run label on every role's command line
+	// began is when the roles were first started, with its monotonic
+	// reading: the wall clock has stepped by how far it now reads from
+	// began plus the monotonic time since (passed to each start).
+	began time.Time
 	// routerBoot, if set, is the bootstrap address the router hands decode
 	// in place of prefill's own (ProcsOptions.RouterBootstrap).
 	routerBoot string
@@ -47,6 +51,7 @@ type Procs struct {
 
 // roleProc is one running role; done closes when Wait returns.
 type roleProc struct {
+	role string
 	cmd  *exec.Cmd
 	args []string
 	done chan struct{}
@@ -87,7 +92,7 @@ func StartProcsWith(ctx context.Context, bin string, cfg contract.EngineConfig, 
 	if logw == nil {
 		logw = io.Discard
 	}
-	t := &Procs{bin: bin, cfg: cfg, logw: logw, procs: map[string]*roleProc{}, routerBoot: o.RouterBootstrap,
+	t := &Procs{bin: bin, cfg: cfg, logw: logw, procs: map[string]*roleProc{}, routerBoot: o.RouterBootstrap, began: time.Now(),
 		label: process.RunLabel(os.Getpid(), time.Now().UnixNano())}
 	fail := func(err error) (*Procs, error) {
 		_ = t.Close(context.WithoutCancel(ctx))
@@ -150,13 +155,24 @@ func (t *Procs) roleArgs(role string) []string {
 	return a
 }
 
+// commandLine is the role's `pdchaos` arguments as started now: the
+// engine config, its addresses, the run label and, for the roles that
+// record rooms, how far the wall clock has stepped since the first start.
+func (t *Procs) commandLine(role string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	args := append(engineArgs(t.cfg), t.roleArgs(role)...)
+	args = append(args, "--"+contract.RunLabelFlag+"="+t.label)
+	if role != "router" {
+		args = append(args, "--"+contract.ClockStepFlag+"="+wallStep(t.began).String())
+	}
+	return args
+}
+
 // start execs a role and waits for its ready line. The process is not tied
 // to ctx (it outlives the start call); Close ends it.
 func (t *Procs) start(ctx context.Context, role string) (readyLine, error) {
-	t.mu.Lock()
-	args := append(engineArgs(t.cfg), t.roleArgs(role)...)
-	args = append(args, "--"+contract.RunLabelFlag+"="+t.label)
-	t.mu.Unlock()
+	args := t.commandLine(role)
 	cmd := exec.Command(t.bin, args...)
 	cmd.Stderr = t.logw
 	// Pdeathsig: a role dies with the harness however the harness dies
@@ -170,7 +186,7 @@ func (t *Procs) start(ctx context.Context, role string) (readyLine, error) {
 	if err := cmd.Start(); err != nil {
 		return readyLine{}, fmt.Errorf("start %s (%s): %w", role, t.bin, err)
 	}
-	rp := &roleProc{cmd: cmd, args: args, done: make(chan struct{})}
+	rp := &roleProc{role: role, cmd: cmd, args: args, done: make(chan struct{})}
 	lines := make(chan string, 1)
 	go func() { // owned by rp: ends when the process closes stdout
 		sc := bufio.NewScanner(out)
@@ -323,7 +339,7 @@ func (t *Procs) Close(ctx context.Context) error {
 		case <-ctx.Done():
 			_ = rp.cmd.Process.Signal(os.Kill)
 			<-rp.done
-			errs = append(errs, fmt.Errorf("close %s: killed: %w", rp.args[len(rp.args)-1], ctx.Err()))
+			errs = append(errs, fmt.Errorf("close %s: killed: %w", rp.role, ctx.Err()))
 		}
 	}
 	return errors.Join(errs...)
@@ -353,3 +369,11 @@ func (ProcsSource) InProcess() bool { return false }
 
 // SetsEngine is true.
 func (ProcsSource) SetsEngine() bool { return true }
+
+// wallStep is how far the host's wall clock has moved from where the
+// monotonic clock says it should be since began (an NTP step, a VM
+// resumed): a role started now must start its clock that much behind.
+func wallStep(began time.Time) time.Duration {
+	now := time.Now()
+	return now.Round(0).Sub(began.Round(0)) - now.Sub(began)
+}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/internal/testkit"
@@ -30,5 +31,32 @@ func TestEngineArgsCarryTheWholeConfig(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back, cfg) {
 		t.Errorf("carried config\n%+v\nwant\n%+v", back, cfg)
+	}
+}
+
+// The roles that record rooms are started on the run's time line: their
+// command lines carry how far the wall clock has stepped since the first
+// start (none here: within a moment of zero), which the engine command
+// reads back as a duration.
+func TestRoleCommandLinesCarryTheClockStep(t *testing.T) {
+	t.Parallel()
+	p := &Procs{cfg: testkit.FilledEngineConfig(), label: "pdchaos-1-2", began: time.Now()}
+	for _, role := range []string{"prefill", "decode", "router"} {
+		var step string
+		for _, a := range p.commandLine(role) {
+			if v, ok := strings.CutPrefix(a, "--"+contract.ClockStepFlag+"="); ok {
+				step = v
+			}
+		}
+		if role == "router" {
+			if step != "" {
+				t.Errorf("router: --%s=%s; the router records no rooms", contract.ClockStepFlag, step)
+			}
+			continue
+		}
+		d, err := time.ParseDuration(step)
+		if err != nil || d.Abs() > time.Second {
+			t.Errorf("%s: --%s=%q (%v): want a duration near zero", role, contract.ClockStepFlag, step, err)
+		}
 	}
 }
