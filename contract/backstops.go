@@ -220,6 +220,12 @@ func (s StateDeadline) Bound(c EngineConfig) time.Duration {
 // notices) may take a while, so 2s plus two check intervals.
 func StateMargin(c EngineConfig) time.Duration { return 2*time.Second + 2*c.CheckInterval }
 
+// DefaultMaxPrefillTokens is SGLang's --max-prefill-tokens default: the
+// prompt tokens one prefill forward pass takes (the first request of a
+// batch whatever its length). A deadline prefill's scheduler enforces
+// between passes can fire up to one pass late.
+const DefaultMaxPrefillTokens = 16384
+
 // FailureMemory is how long prefill remembers a room it ended before
 // decode's TransferInfo could tell it where decode is (an abort from
 // decode, prefill's own failure): a TransferInfo arriving within it is

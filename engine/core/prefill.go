@@ -81,7 +81,7 @@ func (c *PrefillConfig) defaults() {
 }
 
 // DefaultMaxPrefillTokens is SGLang's --max-prefill-tokens default.
-const DefaultMaxPrefillTokens = 16384
+const DefaultMaxPrefillTokens = contract.DefaultMaxPrefillTokens
 
 // PrefillReq is one request in prefill's scheduler.
 type PrefillReq struct {

@@ -48,7 +48,9 @@ type firing struct {
 // SGLang's all-reduce does, neither Failed nor Success) or by a race (the
 // peer ended the room, or sent what the backstop waits for, less than
 // DefaultRaceWindow earlier). Nothing explains one that fired before its
-// deadline had run from what starts its clock (premature). And no room stays in a state longer than its
+// deadline had run from what starts its clock (premature), nor, unless a
+// fault stopped the role's loops, one that fired well after it (overdue).
+// And no room stays in a state longer than its
 // deadline (contract.StateDeadlines) plus contract.StateMargin, unless a
 // process or engine fault (which can stop the loop that enforces it)
 // overlapped that stay. Decode declaring prefill lost sooner than its
@@ -56,7 +58,7 @@ type firing struct {
 // process, fails too (lossesTooSoon). Logs without the engine config or ended rooms (an
 // external target, or recorded before this checker) are skipped.
 func checkTimeoutsExplained(v *View) CheckResult {
-	ev := map[string]int64{"backstops_fired": 0, "backstops_premature": 0, explainedFault: 0, explainedRegression: 0, explainedLoad: 0, explainedRace: 0, explainedPeer: 0,
+	ev := map[string]int64{"backstops_fired": 0, "backstops_premature": 0, "backstops_overdue": 0, explainedFault: 0, explainedRegression: 0, explainedLoad: 0, explainedRace: 0, explainedPeer: 0,
 		"unexplained": 0, "states_checked": 0, "states_over_deadline": 0, "states_excused_by_fault": 0, "records_truncated": 0,
 		"peer_losses_judged": 0, "peer_losses_too_soon": 0, "failures_unanswered": 0}
 	switch {
@@ -110,6 +112,12 @@ func checkTimeoutsExplained(v *View) CheckResult {
 			heads, bad = append(heads, head), append(bad, head+fmt.Sprintf("; %s history: %s", f.b.Role, historyLine(own.Events, v.Run.BaseWall)))
 			addStuck(f.b.Role, own, f.at.Sub(v.Run.BaseWall))
 			continue
+		}
+		if why := v.overdue(f, own, cfg); why != "" {
+			ev["backstops_overdue"]++
+			head := fmt.Sprintf("room %d: %s on %s fired at %v, late: %s", f.room, f.b.Name, f.b.Role, f.at.Sub(v.Run.BaseWall).Round(time.Millisecond), why)
+			heads, bad = append(heads, head), append(bad, head+fmt.Sprintf("; %s history: %s", f.b.Role, historyLine(own.Events, v.Run.BaseWall)))
+			addStuck(f.b.Role, own, f.at.Sub(v.Run.BaseWall))
 		}
 		how, why := v.explain(f, own, peer, hasPeer)
 		if how == "" && peerBackstopExplains(f, explained[peerRole][f.room], own, cfg) {
@@ -185,8 +193,8 @@ func checkTimeoutsExplained(v *View) CheckResult {
 		}
 	}
 	if len(bad) > 0 {
-		res := result(contract.CheckTimeoutsExplained, Fail, ev, "%d unexplained backstops, %d fired before their deadline, %d room states past their deadline, %d rooms outliving prefill's loss, %d losses declared too soon, %d failures prefill did not answer: %s",
-			ev["unexplained"], ev["backstops_premature"], ev["states_over_deadline"], ev["outlived_peer_loss"], ev["peer_losses_too_soon"], ev["failures_unanswered"], joinLimit(heads, 2))
+		res := result(contract.CheckTimeoutsExplained, Fail, ev, "%d unexplained backstops, %d fired before their deadline, %d long after it, %d room states past their deadline, %d rooms outliving prefill's loss, %d losses declared too soon, %d failures prefill did not answer: %s",
+			ev["unexplained"], ev["backstops_premature"], ev["backstops_overdue"], ev["states_over_deadline"], ev["outlived_peer_loss"], ev["peer_losses_too_soon"], ev["failures_unanswered"], joinLimit(heads, 2))
 		res.Details, res.Stuck = bad, stuck
 		return res
 	}
@@ -201,23 +209,93 @@ func checkTimeoutsExplained(v *View) CheckResult {
 // is truncated and the start may be lost). The engine writes the start and
 // the firing with the same clock, so no margin is needed.
 func premature(f firing, own contract.RoomRecord, cfg contract.EngineConfig) string {
-	d := f.b.Deadline(cfg)
-	if f.b.ClockStart == "" || d <= 0 || nonClear(own.Events) >= contract.MaxRoomEvents {
-		return ""
-	}
-	var start time.Time
-	for _, e := range own.Events {
-		if !e.At.After(f.at) && f.b.StartsClock(e) && e.At.After(start) {
-			start = e.At
-		}
-	}
-	if start.IsZero() {
+	start, d, ok := clockOf(f, own, cfg)
+	if !ok {
 		return ""
 	}
 	if ran := f.at.Sub(start); ran < d {
 		return fmt.Sprintf("%v after its clock started (%s), %s is %v", ran.Round(time.Millisecond), f.b.ClockStart, f.b.Config, d)
 	}
 	return ""
+}
+
+// clockOf is when f's clock last started before it fired (the latest
+// event on its own record that starts it) and its deadline; ok is false
+// when nothing marks its clock, it has no deadline, or the record was cut.
+func clockOf(f firing, own contract.RoomRecord, cfg contract.EngineConfig) (start time.Time, d time.Duration, ok bool) {
+	d = f.b.Deadline(cfg)
+	if f.b.ClockStart == "" || d <= 0 || nonClear(own.Events) >= contract.MaxRoomEvents {
+		return start, d, false
+	}
+	for _, e := range own.Events {
+		if !e.At.After(f.at) && f.b.StartsClock(e) && e.At.After(start) {
+			start = e.At
+		}
+	}
+	return start, d, !start.IsZero()
+}
+
+// overdue says why f fired later than its deadline plus lateMargin after
+// its clock last started, or "" when it did not: the loop that enforces a
+// deadline looks every check interval, so one that fires far later has
+// looked at the wrong rooms or the wrong clock, and the room was held
+// that much longer than the operator configured. (A room's stay in a state
+// is bounded more loosely, by StateMargin, in overruns.) A fault that
+// stops the role's loops excuses it.
+func (v *View) overdue(f firing, own contract.RoomRecord, cfg contract.EngineConfig) string {
+	start, d, ok := clockOf(f, own, cfg)
+	if !ok {
+		return ""
+	}
+	ran, margin := f.at.Sub(start), v.lateMargin(f, cfg)
+	if ran <= d+margin || v.stopFaultDuring(f.b.Role, start.Sub(v.Run.BaseWall), f.at.Sub(v.Run.BaseWall)) {
+		return ""
+	}
+	return fmt.Sprintf("%v after its clock started (%s), %s is %v (%v margin)", ran.Round(time.Millisecond), f.b.ClockStart, f.b.Config, d, margin)
+}
+
+// prefillStep bounds how long prefill's scheduler may take to act on what
+// it was given (pair a request with its TransferInfo, sweep an orphan
+// TransferInfo past its deadline): DefaultRaceWindow live; in the
+// simulator two check intervals and one forward pass of a full batch, as
+// lateMargin allows prefill's deadlines.
+func (v *View) prefillStep(cfg contract.EngineConfig) time.Duration {
+	if v.Run.Target != SimTarget {
+		return DefaultRaceWindow
+	}
+	if r, _, err := cfg.Resolve(); err == nil {
+		cfg = r // a log's partial config: the defaults the engine ran with
+	}
+	return 2*cfg.CheckInterval + forwardPass(cfg)
+}
+
+// forwardPass is one prefill forward pass of a full batch at cfg's prefill
+// speed (0 when unlimited).
+func forwardPass(cfg contract.EngineConfig) time.Duration {
+	if cfg.PrefillTokensPerSec <= 0 {
+		return 0
+	}
+	return time.Duration(float64(contract.DefaultMaxPrefillTokens) / cfg.PrefillTokensPerSec * float64(time.Second))
+}
+
+// lateMargin is how long after its deadline f may fire: StateMargin
+// live, where a loaded machine delays the loops; in the simulator, whose
+// clock is the engine's own, two check intervals, plus on decode a decode
+// step and on prefill one forward pass of a full batch
+// (contract.DefaultMaxPrefillTokens at the scenario's prefill speed):
+// prefill's scheduler enforces its deadlines between passes, as SGLang's.
+func (v *View) lateMargin(f firing, cfg contract.EngineConfig) time.Duration {
+	if v.Run.Target != SimTarget {
+		return contract.StateMargin(cfg)
+	}
+	m := 2 * cfg.CheckInterval
+	switch {
+	case f.b.Role == contract.SideDecode && cfg.DecodeTokensPerSec > 0:
+		m += time.Duration(float64(time.Second) / cfg.DecodeTokensPerSec)
+	case f.b.Role == contract.SidePrefill:
+		m += forwardPass(cfg)
+	}
+	return m
 }
 
 // resentTooSoon says why decode's ABORT resends for r came too close
@@ -341,7 +419,8 @@ func (v *View) explain(f firing, own, peer contract.RoomRecord, hasPeer bool) (h
 // when prefill took the room's request before, or within its bootstrap
 // timeout after, decode sent the TransferInfo (prefill keeps a
 // TransferInfo that long for a request yet to come), and was still
-// Bootstrapping, waiting for that TransferInfo, when the deadline fired:
+// Bootstrapping, waiting for that TransferInfo, when the deadline fired
+// (each with prefillStep to spare):
 // the TransferInfo was lost inside prefill unless a fault that can lose
 // or hold it back was on. A request later than that may find the
 // TransferInfo swept, and its delay (a fault on the router's link to
@@ -362,8 +441,9 @@ func (v *View) transferInfoLost(f firing, own, peer contract.RoomRecord, hasPeer
 			req = e.At
 		}
 	}
+	step := v.prefillStep(*v.Run.Engine)
 	if sent.IsZero() || req.IsZero() || f.at.Sub(sent) < v.Run.Engine.WaitingTimeout ||
-		req.Sub(sent) > v.Run.Engine.BootstrapTimeout-DefaultRaceWindow || f.at.Sub(req) < DefaultRaceWindow {
+		req.Sub(sent) > v.Run.Engine.BootstrapTimeout-step || f.at.Sub(req) < step {
 		return ""
 	}
 	if p := peerAt(peer, f.at, ""); p.state != contract.StateBootstrapping {

@@ -74,6 +74,14 @@ func TestTimeoutsExplainedFailureCarriesHistories(t *testing.T) {
 	}
 }
 
+// inSim marks evs as a simulator run's log.
+func inSim(evs []Event) []Event {
+	run := *evs[0].Run
+	run.Target = SimTarget
+	evs[0].Run = &run
+	return evs
+}
+
 // TestTimeoutsExplainedExcuses: the same bad logs pass when a regression is
 // on, and a state's overrun passes when a process fault (which stops the
 // loop that enforces it) overlapped it, but not a network one; an external
@@ -125,6 +133,16 @@ func TestTimeoutsExplainedExcuses(t *testing.T) {
 		{"backstop before its deadline", withEngine(readLog(t, "good-timeouts-explained.jsonl"), func(c *contract.EngineConfig) {
 			c.WaitingTimeout = 3 * time.Second
 		}), Fail, "backstops_premature"},
+		// Judged as if the waiting deadline were 1.5s, the same backstops
+		// fired 0.5s late: within StateMargin live (a loaded machine's
+		// loop), a deadline not kept in the simulator, whose clock is the
+		// engine's (a scan that missed the room until a later one).
+		{"backstop late, live", withEngine(readLog(t, "good-timeouts-explained.jsonl"), func(c *contract.EngineConfig) {
+			c.WaitingTimeout = 1500 * time.Millisecond
+		}), Pass, "states_checked"},
+		{"backstop late, simulator", inSim(withEngine(readLog(t, "good-timeouts-explained.jsonl"), func(c *contract.EngineConfig) {
+			c.WaitingTimeout = 1500 * time.Millisecond
+		})), Fail, "backstops_overdue"},
 	} {
 		evs := tc.evs
 		if tc.name == "external target" {
@@ -782,17 +800,26 @@ func TestTransferInfoLost(t *testing.T) {
 		peer   contract.RoomRecord
 		faults []schedule.Record
 		lost   bool
+		sim    bool
 	}{
-		{"request after the TransferInfo, no fault", prefill(1.3), nil, true},
-		{"request before the TransferInfo", prefill(0.9), nil, true},
-		{"the router's link to prefill slowed", prefill(1.3), []schedule.Record{win("latency(router-prefill,up 300ms)", faults.LayerNetwork)}, true},
-		{"control messages dropped", prefill(1.3), []schedule.Record{win("drop(control/0,metadata)", faults.LayerProtocol)}, false},
-		{"prefill's bootstrap loop stalled", prefill(1.3), []schedule.Record{win("stall-bootstrap-loop(prefill/0)", faults.LayerEngine)}, false},
-		{"request past the bootstrap timeout", prefill(2.5), nil, false},
+		{"request after the TransferInfo, no fault", prefill(1.3), nil, true, false},
+		{"request before the TransferInfo", prefill(0.9), nil, true, false},
+		{"the router's link to prefill slowed", prefill(1.3), []schedule.Record{win("latency(router-prefill,up 300ms)", faults.LayerNetwork)}, true, false},
+		{"control messages dropped", prefill(1.3), []schedule.Record{win("drop(control/0,metadata)", faults.LayerProtocol)}, false, false},
+		{"prefill's bootstrap loop stalled", prefill(1.3), []schedule.Record{win("stall-bootstrap-loop(prefill/0)", faults.LayerEngine)}, false, false},
+		{"request past the bootstrap timeout", prefill(3.01), nil, false, true},
+		// Live a request 1.6s after the TransferInfo may have raced the
+		// sweep (DefaultRaceWindow); the simulator's engine sweeps on its
+		// own clock, within two check intervals of the deadline.
+		{"request 1.6s after, live", prefill(2.6), nil, false, false},
+		{"request 1.6s after, simulator", prefill(2.6), nil, true, true},
 		{"the TransferInfo arrived", prefill(1.3, contract.Event{At: s(1.4), Side: contract.SidePrefill, Kind: contract.RoomEventStatus,
-			State: contract.StateWaitingForInput, Detail: "bootstrap: metadata arrived"}), nil, false},
+			State: contract.StateWaitingForInput, Detail: "bootstrap: metadata arrived"}), nil, false, false},
 	} {
 		v := &View{Run: RunInfo{BaseWall: base, Engine: &cfg}, Faults: tc.faults}
+		if tc.sim {
+			v.Run.Target = SimTarget
+		}
 		why := v.transferInfoLost(waiting, decode, tc.peer, true)
 		if (why != "") != tc.lost {
 			t.Errorf("%s: %q, want lost %v", tc.name, why, tc.lost)
