@@ -10,7 +10,7 @@ FUZZTIME  ?= 1m
 # harness first: its scenario runs are the longest, so they start at once.
 RACE_PKGS := ./harness/... ./engine/... ./faults/... ./agents/...
 
-.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench bench-go deps clean fuzz stress interrupt-runs catch-rates seed-sweep hostile gate-mutants sim sim-coverage sim-sweep test-mutant
+.PHONY: all build run test test-race test-short lint gate soak repro report screenshots bench bench-go deps clean fuzz stress interrupt-runs catch-rates seed-sweep hostile gate-mutants sim sim-coverage sim-sweep test-mutant planted-bugs
 
 all: build
 
@@ -78,6 +78,14 @@ gate-mutants:
 	$(GO) run ./cmd/pdchaos-mutants --results $(RESULTS_DIR) --seed $(or $(SEED),1) \
 		--max-runs $(or $(MAX_RUNS),2) $(if $(PROBES),--probes $(PROBES)) $(if $(LIMIT),--limit $(LIMIT)) \
 		$(if $(COVERAGE),--coverage $(COVERAGE)) $(if $(SIM),--sim $(SIM)) $(if $(SWARM),--sim-swarm $(SWARM)) $(ARGS)
+
+## planted-bugs: the bugs planted off the probe sites (suites/planted-bugs.yaml), each alone in a
+## scratch copy of the module, every preset swept in the simulator in both dialects (SIM seeds,
+## default 30, and SWARM swarm seeds, default 30); writes RESULTS_DIR/planted.md and planted.json.
+## ONLY=name,name screens those. About 3 minutes a bug on 2 cores.
+planted-bugs:
+	$(GO) run ./cmd/pdchaos-mutants --planted suites/planted-bugs.yaml --results $(RESULTS_DIR) \
+		--sim $(or $(SIM),30) --sim-swarm $(or $(SWARM),30) $(if $(ONLY),--only $(ONLY)) $(ARGS)
 
 ## stress: the concurrent packages' tests COUNT times (default 3) under the race detector, shuffled,
 ## with a CPU burner per core (scripts/stress.sh): flaky tests show up here, not in CI

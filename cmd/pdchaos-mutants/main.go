@@ -10,6 +10,8 @@
 //	pdchaos-mutants --probes abort,ack --limit 10 those matching, in that order
 //	pdchaos-mutants --render runs/mutants/mutants.json   mutants.md again
 //	pdchaos-mutants --sim 20 --max-runs 23       engine/core mutants in the simulator, seeds 1..20 of every reaching preset
+//	pdchaos-mutants --planted suites/planted-bugs.yaml --sim 30 --sim-swarm 30
+//	                                             the bugs planted off the probe sites, every preset swept
 package main
 
 import (
@@ -49,8 +51,13 @@ func run() int {
 		simSeeds = flag.Int("sim", 0, "screen in the deterministic simulator instead of live runs: each run explores this many seeds from --seed (engine/core mutants only; a catch is any failing seed)")
 		swarm    = flag.Int("sim-swarm", 0, "with --sim: add this many swarm seeds (pdchaos sim --swarm) to every simulated run, as the gate explores them")
 		render   = flag.String("render", "", "write mutants.md again from this mutants.json (into --results) and print its summary")
+		planted  = flag.String("planted", "", "screen the bugs of this corpus file (e.g. "+mutate.PlantedFile+") instead of the probe mutants: each planted alone, every preset swept in the simulator (needs --sim); writes planted.md and planted.json")
+		only     = flag.String("only", "", "with --planted: comma-separated bug names to screen, in that order (default: all)")
 	)
 	flag.Parse()
+	if *planted != "" {
+		return runPlanted(*root, *planted, split(*only), *results, *work, *seed, *simSeeds, *swarm, *timeout)
+	}
 	if *render != "" {
 		rep, err := mutate.LoadReport(*render)
 		if err == nil {
@@ -136,6 +143,84 @@ func run() int {
 		return 3
 	}
 	return 0
+}
+
+// runPlanted screens a corpus of planted bugs (mutate.RunPlanted) and
+// writes planted.md and planted.json into results.
+func runPlanted(root, file string, only []string, results, work string, seed uint64, simSeeds, swarm int, timeout time.Duration) int {
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "pdchaos-mutants:", err)
+		return 3
+	}
+	if simSeeds <= 0 || swarm < 0 {
+		return fail(fmt.Errorf("--planted: give --sim N (seeds of each preset, N of 1 or more) and --sim-swarm M of 0 or more, not --sim %d --sim-swarm %d", simSeeds, swarm))
+	}
+	bugs, err := mutate.ReadPlanted(file)
+	if err != nil {
+		return fail(err)
+	}
+	if len(only) > 0 {
+		byName := map[string]mutate.Planted{}
+		for _, b := range bugs {
+			byName[b.Name] = b
+		}
+		var chosen []mutate.Planted
+		for _, n := range only {
+			b, ok := byName[n]
+			if !ok {
+				return fail(fmt.Errorf("--only: no bug %q in %s", n, file))
+			}
+			chosen = append(chosen, b)
+		}
+		bugs = chosen
+	}
+	if work == "" {
+		d, err := os.MkdirTemp("", "pdchaos-planted-")
+		if err != nil {
+			return fail(err)
+		}
+		defer os.RemoveAll(d)
+		work = d
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opts := mutate.Options{Root: root, Work: work, Seed: seed, RunTimeout: timeout, Log: os.Stderr, SimSeeds: simSeeds, SimSwarmSeeds: swarm}
+	out, err := mutate.RunPlanted(ctx, opts, bugs)
+	if len(out) > 0 {
+		if werr := savePlanted(results, out, seed, simSeeds, swarm); werr != nil {
+			return fail(werr)
+		}
+		var md strings.Builder
+		_ = mutate.WritePlantedMarkdown(&md, out, seed, simSeeds, swarm)
+		fmt.Print(md.String())
+		fmt.Printf("report: %s\n", filepath.Join(results, "planted.md"))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+func savePlanted(dir string, out []mutate.PlantedOutcome, seed uint64, simSeeds, swarm int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("save planted screen: %w", err)
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return fmt.Errorf("save planted screen: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "planted.json"), b, 0o644); err != nil {
+		return fmt.Errorf("save planted screen: %w", err)
+	}
+	f, err := os.Create(filepath.Join(dir, "planted.md"))
+	if err != nil {
+		return fmt.Errorf("save planted screen: %w", err)
+	}
+	if err := mutate.WritePlantedMarkdown(f, out, seed, simSeeds, swarm); err != nil {
+		f.Close()
+		return fmt.Errorf("save planted screen: %w", err)
+	}
+	return f.Close()
 }
 
 // regressionBranches maps each probe of a regression's own branch to it.

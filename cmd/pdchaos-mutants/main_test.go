@@ -1,8 +1,11 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/internal/mutate"
@@ -39,5 +42,26 @@ func TestEveryRegressionBranchHasACatch(t *testing.T) {
 	}
 	if len(catches) == 0 {
 		t.Error("no probe marks a regression's own branch")
+	}
+}
+
+// --planted without simulated seeds, or naming a bug the corpus lacks, is
+// refused with the reason before anything is copied or built.
+func TestPlantedRefusesBadFlags(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	corpus := filepath.Join(root, mutate.PlantedFile)
+	results := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		only  []string
+		seeds int
+	}{{"no --sim", nil, 0}, {"unknown bug", []string{"no-such-bug"}, 1}} {
+		if code := runPlanted(root, corpus, tc.only, results, t.TempDir(), 1, tc.seeds, 0, time.Minute); code != 3 {
+			t.Errorf("%s: exit %d, want 3", tc.name, code)
+		}
+	}
+	if entries, _ := os.ReadDir(results); len(entries) != 0 {
+		t.Errorf("refused screens wrote %d files", len(entries))
 	}
 }

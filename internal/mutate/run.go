@@ -167,6 +167,9 @@ type RunResult struct {
 	FirstFailure string   `json:"first_failure,omitempty"`
 	// NotPassed lists the checkers that failed or were inconclusive.
 	NotPassed []string `json:"not_passed,omitempty"`
+	// FailedSeeds counts, by failing checker, the seeds it failed in (a
+	// simulated run; nil live).
+	FailedSeeds map[string]int `json:"failed_seeds,omitempty"`
 	// Hits is how often the mutant's probes were hit in this run.
 	Hits int64 `json:"hits"`
 	// Crashed: the run ended without a result.json (the engine panicked

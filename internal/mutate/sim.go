@@ -115,7 +115,7 @@ func runSim(ctx context.Context, opts Options, bin, dir, preset string, probes [
 		}
 	}
 	res.Probes = all.probes
-	res.Failed = all.checkers()
+	res.Failed, res.FailedSeeds = all.checkers(), all.failed
 	res.NotPassed = res.Failed
 	if all.failing > 0 {
 		res.ExitCode = 1
