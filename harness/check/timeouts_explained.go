@@ -784,8 +784,8 @@ func firings(recs map[string]map[uint64]contract.RoomRecord) []firing {
 // violation when prefill's process was stopped or killed for longer than
 // decode's heartbeats take to declare it lost (contract.PeerLossDetection,
 // plus DefaultFaultMargin): the loss fails every room paired with that
-// prefill at once (SGLang's heartbeat thread), so a room decode had sent
-// its TransferInfo for by then must have ended by then, not waited on
+// prefill at once (SGLang's heartbeat thread), so a room decode had taken
+// by then (waiting for pages or for its KV) must have ended by then, not waited on
 // for the prefill to come back or for its waiting deadline (300 s on
 // SGLang). "" when that is not the case. Rooms that lived past the
 // moment are judged; one still held at the end is rooms-terminal's. A room
@@ -800,7 +800,9 @@ func (v *View) outlivedPeerLoss(r contract.RoomRecord, cfg contract.EngineConfig
 	var paired, last time.Duration = -1, -1
 	for _, e := range r.Events {
 		at := e.At.Sub(base)
-		if e.Kind == contract.RoomEventMetadataSent && paired < 0 {
+		if paired < 0 || at < paired {
+			// The request's arrival: a room still waiting for pages is
+			// paired with its prefill too, and fails with it.
 			paired = at
 		}
 		last = max(last, at)

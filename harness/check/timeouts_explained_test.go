@@ -296,7 +296,8 @@ func TestTimeoutsExplainedNoticeIgnored(t *testing.T) {
 // stopped for longer than decode's heartbeats take to declare it lost is a
 // violation (the loss fails it at once), but not when the stop was
 // shorter, the heartbeats slower, or the process stopped was decode's.
-// Room 2007 sends its TransferInfo at 13.4s and waits until 15.4s.
+// Room 2007 comes at 3.3s, sends its TransferInfo at 13.4s and waits
+// until 15.4s.
 func TestTimeoutsExplainedRoomOutlivesPrefillLoss(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -311,7 +312,11 @@ func TestTimeoutsExplainedRoomOutlivesPrefillLoss(t *testing.T) {
 		// Restarted at once: down for its start-up, whatever the window.
 		{"prefill killed and restarted at once", "sigkill(prefill,restart)", 13 * time.Second, 16 * time.Second, 200 * time.Millisecond, Pass},
 		{"stop shorter than the verdict", "sigstop(prefill)", 13 * time.Second, 14 * time.Second, 200 * time.Millisecond, Pass},
-		{"room paired after the verdict", "sigstop(prefill)", 12 * time.Second, 16 * time.Second, 200 * time.Millisecond, Pass},
+		// Room 2007 came at 3.3s and waited for pages until 13.4s: a
+		// room still waiting for pages is paired with its prefill too,
+		// and the loss fails it (decode's heartbeat fails the rooms in
+		// prealloc as well).
+		{"room waiting for pages at the verdict", "sigstop(prefill)", 12 * time.Second, 16 * time.Second, 200 * time.Millisecond, Fail},
 		{"heartbeats too slow to call it", "sigstop(prefill)", 13 * time.Second, 16 * time.Second, time.Second, Pass},
 		{"decode stopped", "sigstop(decode)", 13 * time.Second, 16 * time.Second, 200 * time.Millisecond, Pass},
 	} {
@@ -857,5 +862,30 @@ func TestBootstrapDeadlineUnexcusedByTheRoutersLinkToPrefill(t *testing.T) {
 		if got := v.faultExplaining(wait, 0, 3*time.Second); got != tc.wait {
 			t.Errorf("%s explains the waiting deadline: %v, want %v", tc.fault, got, tc.wait)
 		}
+	}
+}
+
+// A room decode took after it had declared prefill lost is not failed by
+// that loss (declared once): it waits for prefill as any later room does.
+// One it took before, still waiting for pages or its KV at the verdict,
+// is.
+func TestOutlivedPeerLossJudgesFromTheRequest(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	cfg := contract.EngineConfig{HeartbeatInterval: 200 * time.Millisecond}
+	s := func(n float64) time.Time { return base.Add(time.Duration(n * float64(time.Second))) }
+	room := func(arrived float64) contract.RoomRecord {
+		return contract.RoomRecord{Room: 9, Side: contract.SideDecode, Events: []contract.Event{
+			{At: s(arrived), Side: contract.SideDecode, Kind: contract.RoomEventStatus, State: contract.StateBootstrapping, Detail: "receiver: " + contract.CreatedFor("r")},
+			{At: s(arrived), Side: contract.SideDecode, Kind: contract.RoomEventStatus, State: contract.StateWaitingForInput, Detail: "receiver: receiver init"},
+			{At: s(8.5), Side: contract.SideDecode, Kind: contract.RoomEventStatus, State: contract.StateFailed, Detail: "receiver: waiting timeout"}}}
+	}
+	v := &View{Run: RunInfo{BaseWall: base, Engine: &cfg}, Faults: []schedule.Record{{Window: 1, Fault: "sigstop(prefill)", Layer: faults.LayerProcess,
+		Applied: true, Start: 3 * time.Second, End: 9 * time.Second}}}
+	if why, _ := v.outlivedPeerLoss(room(3.05), cfg, nil); why == "" {
+		t.Error("a room waiting for pages from before the stop outlived prefill's loss unjudged")
+	}
+	if why, _ := v.outlivedPeerLoss(room(6), cfg, nil); why != "" {
+		t.Errorf("a room taken after the verdict: %q, want it not judged", why)
 	}
 }
