@@ -79,12 +79,12 @@ gate-mutants:
 		--max-runs $(or $(MAX_RUNS),2) $(if $(PROBES),--probes $(PROBES)) $(if $(LIMIT),--limit $(LIMIT)) \
 		$(if $(COVERAGE),--coverage $(COVERAGE)) $(if $(SIM),--sim $(SIM)) $(if $(SWARM),--sim-swarm $(SWARM)) $(ARGS)
 
-## planted-bugs: the bugs planted off the probe sites (suites/planted-bugs.yaml), each alone in a
+## planted-bugs: the bugs planted off the probe sites (suites/planted-bugs.json), each alone in a
 ## scratch copy of the module, every preset swept in the simulator in both dialects (SIM seeds,
 ## default 30, and SWARM swarm seeds, default 30); writes RESULTS_DIR/planted.md and planted.json.
 ## ONLY=name,name screens those. About 3 minutes a bug on 2 cores.
 planted-bugs:
-	$(GO) run ./cmd/pdchaos-mutants --planted suites/planted-bugs.yaml --results $(RESULTS_DIR) \
+	$(GO) run ./cmd/pdchaos-mutants --planted suites/planted-bugs.json --results $(RESULTS_DIR) \
 		--sim $(or $(SIM),30) --sim-swarm $(or $(SWARM),30) $(if $(ONLY),--only $(ONLY)) $(ARGS)
 
 ## stress: the concurrent packages' tests COUNT times (default 3) under the race detector, shuffled,

@@ -10,7 +10,7 @@
 //	pdchaos-mutants --probes abort,ack --limit 10 those matching, in that order
 //	pdchaos-mutants --render runs/mutants/mutants.json   mutants.md again
 //	pdchaos-mutants --sim 20 --max-runs 23       engine/core mutants in the simulator, seeds 1..20 of every reaching preset
-//	pdchaos-mutants --planted suites/planted-bugs.yaml --sim 30 --sim-swarm 30
+//	pdchaos-mutants --planted suites/planted-bugs.json --sim 30 --sim-swarm 30
 //	                                             the bugs planted off the probe sites, every preset swept
 package main
 

@@ -3,6 +3,7 @@ package mutate
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,13 +14,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // PlantedFile is the module's corpus of bugs planted off the probe sites,
 // relative to its root (`make planted-bugs`).
-const PlantedFile = "suites/planted-bugs.yaml"
+const PlantedFile = "suites/planted-bugs.json"
 
 // Planted is a bug planted by hand where no probe marks the branch: one
 // text edit of one file of the module, Old (which must occur exactly once
@@ -28,32 +27,40 @@ const PlantedFile = "suites/planted-bugs.yaml"
 // shows.
 type Planted struct {
 	// Name identifies the bug: lower-case words joined by hyphens.
-	Name string `yaml:"name" json:"name"`
+	Name string `json:"name"`
 	// File is the edited file, relative to the module root.
-	File string `yaml:"file" json:"file"`
-	Old  string `yaml:"old" json:"old"`
-	New  string `yaml:"new" json:"new"`
+	File string `json:"file"`
+	Old  string `json:"old"`
+	New  string `json:"new"`
 	// Why says what the edit breaks, for a reader of the report.
-	Why string `yaml:"why" json:"why"`
+	Why string `json:"why"`
 }
 
 var plantedName = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
-// ReadPlanted reads a corpus file: a YAML list of Planted, unknown keys
-// refused, every field but Why required, names unique, Old and New
-// different, File a relative path inside the module. An error names the
-// entry and what is wrong; nothing is returned then.
+// ReadPlanted reads a corpus file: a JSON object whose "bugs" list the
+// Planted ("about" says what the file is), unknown keys refused, every
+// field but Why required, names unique, Old and New different, File a
+// relative path inside the module. An error names the entry and what is
+// wrong; nothing is returned then.
 func ReadPlanted(path string) ([]Planted, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read planted bugs: %w", err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	var bugs []Planted
-	if err := dec.Decode(&bugs); err != nil && !errors.Is(err, io.EOF) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var corpus struct {
+		About string    `json:"about"`
+		Bugs  []Planted `json:"bugs"`
+	}
+	if err := dec.Decode(&corpus); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("read planted bugs %s: %w", path, err)
 	}
+	if dec.More() {
+		return nil, fmt.Errorf("read planted bugs %s: more than one JSON value", path)
+	}
+	bugs := corpus.Bugs
 	if len(bugs) == 0 {
 		return nil, fmt.Errorf("read planted bugs %s: no bug listed", path)
 	}

@@ -59,19 +59,22 @@ func TestPlantedCorpusMatchesTheTree(t *testing.T) {
 // entry and what is wrong with it.
 func TestReadPlantedRefusesBadInput(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ name, yaml, want string }{
+	entry := func(fields string) string { return `{"bugs": [{` + fields + `}]}` }
+	for _, tc := range []struct{ name, json, want string }{
 		{"empty", "", "no bug listed"},
-		{"unknown key", "- name: a\n  file: engine/core/x.go\n  old: x\n  new: y\n  severity: 3\n", "severity"},
-		{"bad name", "- name: Bad Name\n  file: engine/core/x.go\n  old: x\n  new: y\n", `entry 1 ("Bad Name"): name must be`},
-		{"twice", "- name: a\n  file: f.go\n  old: x\n  new: y\n- name: a\n  file: f.go\n  old: x\n  new: z\n", `entry 2 ("a"): name used twice`},
-		{"absolute file", "- name: a\n  file: /etc/passwd\n  old: x\n  new: y\n", "relative to the module root"},
-		{"file outside", "- name: a\n  file: ../x.go\n  old: x\n  new: y\n", "relative to the module root"},
-		{"no old", "- name: a\n  file: f.go\n  new: y\n", "old is empty"},
-		{"no change", "- name: a\n  file: f.go\n  old: x\n  new: x\n", "changes nothing"},
-		{"not a list", "name: a\n", "cannot unmarshal"},
+		{"no bugs", `{"about": "x", "bugs": []}`, "no bug listed"},
+		{"unknown key", entry(`"name": "a", "file": "engine/core/x.go", "old": "x", "new": "y", "severity": 3`), "severity"},
+		{"bad name", entry(`"name": "Bad Name", "file": "engine/core/x.go", "old": "x", "new": "y"`), `entry 1 ("Bad Name"): name must be`},
+		{"twice", `{"bugs": [{"name": "a", "file": "f.go", "old": "x", "new": "y"}, {"name": "a", "file": "f.go", "old": "x", "new": "z"}]}`, `entry 2 ("a"): name used twice`},
+		{"absolute file", entry(`"name": "a", "file": "/etc/passwd", "old": "x", "new": "y"`), "relative to the module root"},
+		{"file outside", entry(`"name": "a", "file": "../x.go", "old": "x", "new": "y"`), "relative to the module root"},
+		{"no old", entry(`"name": "a", "file": "f.go", "new": "y"`), "old is empty"},
+		{"no change", entry(`"name": "a", "file": "f.go", "old": "x", "new": "x"`), "changes nothing"},
+		{"not an object", `[{"name": "a"}]`, "cannot unmarshal"},
+		{"two values", `{"bugs": []} {}`, "more than one JSON value"},
 	} {
-		path := filepath.Join(t.TempDir(), "bugs.yaml")
-		if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
+		path := filepath.Join(t.TempDir(), "bugs.json")
+		if err := os.WriteFile(path, []byte(tc.json), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		bugs, err := ReadPlanted(path)
