@@ -23,10 +23,14 @@ const (
 	// (UnexpectedProbes: a Never probe on the fixed engine, a regression's
 	// branch with it off) was hit.
 	CheckUnreachableBranches = "unreachable-branches"
+	// CheckBranchesRecorded: every probe hit whose branch records a room
+	// event (Probe.Records) left exactly one: a failure branch the engine
+	// took is never missing from /debug/rooms.
+	CheckBranchesRecorded = "branches-recorded"
 )
 
 // CheckNames lists every checker in judging order.
 func CheckNames() []string {
 	return []string{CheckRoomsTerminal, CheckSlotsReleased, CheckLiveness, CheckClientOutcomes,
-		CheckCancelsReached, CheckTimeoutsExplained, CheckIntegrity, CheckUnreachableBranches, CheckNoLeaks, CheckFaultsVerified, CheckLoadFloor}
+		CheckCancelsReached, CheckTimeoutsExplained, CheckIntegrity, CheckUnreachableBranches, CheckBranchesRecorded, CheckNoLeaks, CheckFaultsVerified, CheckLoadFloor}
 }

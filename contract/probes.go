@@ -101,6 +101,7 @@ const (
 	ProbeDecodeChunkWrongStage
 	ProbeDecodeForeignWrite
 	ProbeDecodeChunkOverrun
+	ProbeDecodeChunkPartialToken
 	ProbeDecodeChunkStaleAgent
 	ProbeDecodeChunkLostPeer
 	ProbeDecodeAuxInactive
@@ -179,6 +180,14 @@ type Probe struct {
 	// with no regression on that hits it fails CheckUnreachableBranches,
 	// and the gate does not ask any scenario to hit it.
 	Never bool `json:"never,omitempty"`
+	// Records, when set, is the room event kind (contract.RoomEvent*) the
+	// branch writes to the room's history on every hit, whether or not the
+	// history keeps it (a room it never knew): so a branch that refuses or
+	// drops something is never silent in /debug/rooms. Each kind here is
+	// written by these probes' branches only, so a role's events of the
+	// kind equal the hits of its probes that record it
+	// (CheckBranchesRecorded).
+	Records string `json:"records,omitempty"`
 	// Sites are the probe's places in the engine source, "path:line" from
 	// the repository root (probe_sites.txt, which a test keeps true).
 	Sites []string `json:"sites"`
@@ -282,6 +291,23 @@ type ProbeHit struct {
 type ProbesResponse struct {
 	Role   string     `json:"role"`
 	Probes []ProbeHit `json:"probes"`
+	// Recorded counts the room events the role's history was asked to
+	// write since the process started, by kind, those it did not keep (a
+	// room it never knew, a full record) too; read under the same lock as
+	// Probes, so the two describe one instant. Absent on the router.
+	Recorded map[string]int64 `json:"recorded,omitempty"`
+}
+
+// ProbesRecording returns side's probes that record a room event
+// (Probe.Records), by event kind, in table order.
+func ProbesRecording(side string) map[string][]Probe {
+	out := map[string][]Probe{}
+	for _, p := range ProbesOf(side) {
+		if p.Records != "" {
+			out[p.Records] = append(out[p.Records], p)
+		}
+	}
+	return out
 }
 
 func pp(id ProbeID, name, doc string) Probe {
@@ -293,6 +319,13 @@ func pp(id ProbeID, name, doc string) Probe {
 func pn(id ProbeID, name, doc string) Probe {
 	p := pp(id, name, doc)
 	p.Never = true
+	return p
+}
+
+// records marks the room event kind the probe's branch writes on every
+// hit (Probe.Records).
+func (p Probe) records(kind string) Probe {
+	p.Records = kind
 	return p
 }
 
@@ -310,10 +343,10 @@ func probeTable() []Probe {
 		pp(ProbePrefillMalformedControl, "prefill/malformed-control", "a control message that does not parse (or names an unregistered agent) is counted and dropped; the loop carries on"),
 		pp(ProbePrefillRegistrationDuplicate, "prefill/registration-duplicate", "a registration for an agent already registered is ignored (first wins)"),
 		pp(ProbePrefillDecodeRestarted, "prefill/decode-restarted", "a new agent registered at the notify address of another, or the same Mooncake session_id with new buffers: decode restarted"),
-		pp(ProbePrefillMetadataAfterAbort, "prefill/metadata-after-abort", "TransferInfo for a room decode already aborted (tombstoned) is ignored"),
-		pp(ProbePrefillMetadataAfterFailure, "prefill/metadata-after-failure", "TransferInfo for a room prefill failed and cleared before it arrived (the client's abort came first) is answered Failed at once, not left to decode's waiting timeout"),
+		pp(ProbePrefillMetadataAfterAbort, "prefill/metadata-after-abort", "TransferInfo for a room decode already aborted (tombstoned) is ignored").records(RoomEventFailNotice),
+		pp(ProbePrefillMetadataAfterFailure, "prefill/metadata-after-failure", "TransferInfo for a room prefill failed and cleared before it arrived (the client's abort came first) is answered Failed at once, not left to decode's waiting timeout").records(RoomEventFailNotice),
 		pp(ProbePrefillRequestAfterFailNotice, "prefill/request-after-fail-notice", "a request for a room whose TransferInfo prefill answered Failed since its last request (the TransferInfo may have been this one's: it names the room only) fails at once, not after its bootstrap timeout"),
-		pp(ProbePrefillMetadataFromPredecessor, "prefill/metadata-from-predecessor", "TransferInfo, under a session_id decode re-registered with new buffers, for a room prefill held before that: it may be the dead process's, whose pages the new one hands out again, so the room is failed rather than written"),
+		pp(ProbePrefillMetadataFromPredecessor, "prefill/metadata-from-predecessor", "TransferInfo, under a session_id decode re-registered with new buffers, for a room prefill held before that: it may be the dead process's, whose pages the new one hands out again, so the room is failed rather than written").records(RoomEventFailNotice),
 		pp(ProbePrefillMetadataUnknownAgent, "prefill/metadata-unknown-agent", "TransferInfo from an agent that never registered is refused"),
 		pp(ProbePrefillMetadataDuplicate, "prefill/metadata-duplicate", "a second TransferInfo for a room replaces the first"),
 		pp(ProbePrefillMetadataBeforeRequest, "prefill/metadata-before-request", "TransferInfo arrived before prefill's request for the room: the room is opened by decode's message"),
@@ -327,9 +360,9 @@ func probeTable() []Probe {
 		pp(ProbePrefillLocalAbortUnknown, "prefill/local-abort-unknown", "an abort for a rid prefill does not hold (finished, or never added) changes nothing"),
 		pp(ProbePrefillAddDuplicateRid, "prefill/add-duplicate-rid", "a request whose rid prefill already holds is refused"),
 		pp(ProbePrefillAddRoomInUse, "prefill/add-room-in-use", "a request for a room another request holds is refused"),
-		pp(ProbePrefillStatusTombstone, "prefill/status-tombstone", "a Failed write for an absent room leaves a tombstone instead of being dropped"),
+		pp(ProbePrefillStatusTombstone, "prefill/status-tombstone", "a Failed write for an absent room leaves a tombstone instead of being dropped").records(RoomEventAbortTombstone),
 		pr(ProbePrefillAbortDropped, "prefill/abort-dropped", AbortBeforeStatus, "a Failed write for an absent room is dropped (upstream #24539)"),
-		pp(ProbePrefillLateWriteDropped, "prefill/late-write-dropped", "a transfer worker's status write for a cleared room is dropped, never re-inserting it"),
+		pp(ProbePrefillLateWriteDropped, "prefill/late-write-dropped", "a transfer worker's status write for a cleared room is dropped, never re-inserting it").records(RoomEventLateWriteDropped),
 		pr(ProbePrefillLateWriteReinserts, "prefill/late-write-reinserts", StatusResurrection, "a transfer worker's late write re-inserts a cleared room"),
 		pp(ProbePrefillCreatedAfterAbort, "prefill/created-after-abort", "a room created after its ABORT starts Failed (the tombstone wins)"),
 		pp(ProbePrefillFailedSticky, "prefill/failed-sticky", "a write to a Failed room changes nothing: Failed is sticky until clear"),
@@ -341,8 +374,8 @@ func probeTable() []Probe {
 		pp(ProbePrefillFailedBeforeForward, "prefill/failed-before-forward", "a waiting request whose room failed is finished before its forward pass"),
 		pp(ProbePrefillInflightTimeout, "prefill/inflight-timeout", "a room transferring past the inflight timeout is failed"),
 		pp(ProbePrefillTransferFailed, "prefill/transfer-failed", "an inflight request whose room failed is finished with transfer failed"),
-		pp(ProbePrefillFailNotice, "prefill/fail-notice-sent", "a failed room with decode's TransferInfo sends decode a Failed status (#36612)"),
-		pp(ProbePrefillFailNoticeDeferred, "prefill/fail-notice-deferred", "the Failed status waits because a worker still holds a chunk of the room"),
+		pp(ProbePrefillFailNotice, "prefill/fail-notice-sent", "a failed room with decode's TransferInfo sends decode a Failed status (#36612)").records(RoomEventFailNotice),
+		pp(ProbePrefillFailNoticeDeferred, "prefill/fail-notice-deferred", "the Failed status waits because a worker still holds a chunk of the room").records(RoomEventFailNoticeDeferred),
 		pp(ProbePrefillOrphanInfoSwept, "prefill/orphan-info-swept", "decode's TransferInfo for a room no request claimed is swept after the bootstrap timeout"),
 		pn(ProbePrefillOrphanStatusSwept, "prefill/orphan-status-swept", "a room status no request and no TransferInfo owns is swept: every ordering that opens a room without a request leaves its TransferInfo too, swept (with the status) first, so a hit means a clear forgot the status"),
 		pr(ProbePrefillNoTransferInfo, "prefill/no-transfer-info", UnknownRoomWaiting, "a request forwarded without decode's TransferInfo queues no chunks"),
@@ -351,7 +384,7 @@ func probeTable() []Probe {
 		pp(ProbePrefillTransferError, "prefill/transfer-error", "a chunk write failed or decode refused it: the room fails"),
 		pr(ProbePrefillTransferErrorClears, "prefill/transfer-error-clears", UnknownRoomWaiting, "a transfer failure clears the room, so the Failed write that follows is lost"),
 		pp(ProbePrefillAckAfterDrain, "prefill/ack-after-drain", "a deferred ABORT_ACK is sent once the last held chunk of the room is released"),
-		pp(ProbePrefillFailNoticeAfterDrain, "prefill/fail-notice-after-drain", "a deferred Failed status is sent once the last held chunk of the room is released"),
+		pp(ProbePrefillFailNoticeAfterDrain, "prefill/fail-notice-after-drain", "a deferred Failed status is sent once the last held chunk of the room is released").records(RoomEventFailNotice),
 		pp(ProbePrefillKVDialFailed, "prefill/kv-dial-failed", "a worker could not dial decode's KV listener"),
 		pp(ProbePrefillKVWriteFailed, "prefill/kv-write-failed", "writing a KV chunk to decode failed; the connection is dropped"),
 		pp(ProbePrefillKVReadFailed, "prefill/kv-read-failed", "decode's write completion never came back; the connection is dropped"),
@@ -374,8 +407,8 @@ func probeTable() []Probe {
 		pr(ProbeDecodeRanksDesynced, "decode/ranks-desynced", RankDesync, "ranks poll lists of different length: the all-reduce never completes"),
 		pp(ProbeDecodeAbortAfterFinish, "decode/abort-after-finish", "a queued abort whose request already finished or failed is dropped"),
 		pr(ProbeDecodeKVChanged, "decode/kv-changed", FreeBeforeAck, "a running request's KV pages were overwritten while it decoded"),
-		pp(ProbeDecodeAckTimeoutFree, "decode/ack-timeout-free", "an aborted room's ABORT went unacknowledged through every resend: its pages are freed and the prefill's name retired"),
-		pp(ProbeDecodeAbortResent, "decode/abort-resent", "no ABORT_ACK within the ACK timeout: the ABORT is sent again to the ranks that did not acknowledge it"),
+		pp(ProbeDecodeAckTimeoutFree, "decode/ack-timeout-free", "an aborted room's ABORT went unacknowledged through every resend: its pages are freed and the prefill's name retired").records(BackstopAck),
+		pp(ProbeDecodeAbortResent, "decode/abort-resent", "no ABORT_ACK within the ACK timeout: the ABORT is sent again to the ranks that did not acknowledge it").records(BackstopAbortResend),
 		pr(ProbeDecodePreallocSkipFlipped, "decode/prealloc-skip-flipped", DecodeAbortLeak, "a flipped (aborted) request lingers in the prealloc queue"),
 		pp(ProbeDecodePreallocWaitPages, "decode/prealloc-wait-pages", "not enough free pages: a partial allocation is rolled back and the queue waits"),
 		pp(ProbeDecodePreallocFailed, "decode/prealloc-failed", "a room failed while waiting for pages (its prefill was lost) gets no pages and sends no metadata: a write under the new name could land in them after they are freed"),
@@ -385,12 +418,13 @@ func probeTable() []Probe {
 		pp(ProbeDecodeAbortInTransfer, "decode/abort-in-transfer", "an abort during the transfer: pages are held until every prefill rank ACKs"),
 		pp(ProbeDecodeAbortWhileRunning, "decode/abort-while-running", "an abort of a request already decoding: prefill is not told"),
 		pr(ProbeDecodeFreeBeforeAck, "decode/free-before-ack", FreeBeforeAck, "an abort during the transfer frees pages before prefill's writes drained"),
-		pp(ProbeDecodeChunkUnknownRoom, "decode/chunk-unknown-room", "a late KV chunk for a room decode does not hold is refused"),
-		pp(ProbeDecodeChunkWrongStage, "decode/chunk-wrong-stage", "a KV chunk for a held room that is not in its transfer stage is refused"),
-		pp(ProbeDecodeForeignWrite, "decode/foreign-write", "a stray chunk landed in pages another request owns (KV corruption)"),
+		pp(ProbeDecodeChunkUnknownRoom, "decode/chunk-unknown-room", "a late KV chunk for a room decode does not hold is refused").records(RoomEventStrayChunk),
+		pp(ProbeDecodeChunkWrongStage, "decode/chunk-wrong-stage", "a KV chunk for a held room that is not in its transfer stage is refused").records(RoomEventStrayChunk),
+		pp(ProbeDecodeForeignWrite, "decode/foreign-write", "a stray chunk landed in pages another request owns (KV corruption)").records(RoomEventKVOverwritten),
 		pp(ProbeDecodeChunkOverrun, "decode/chunk-overruns-pages", "a chunk carries more tokens than its page list covers; the rest is not written"),
-		pp(ProbeDecodeChunkStaleAgent, "decode/chunk-stale-agent", "a chunk addressed to another agent (a predecessor's registration) is refused"),
-		pp(ProbeDecodeChunkLostPeer, "decode/chunk-lost-peer", "a KV write addressed to a name decode retired (a prefill declared lost, still writing) is refused before it lands"),
+		pp(ProbeDecodeChunkPartialToken, "decode/chunk-partial-token", "a chunk whose payload is not a whole number of tokens is refused before anything is written").records(RoomEventMalformedKV),
+		pp(ProbeDecodeChunkStaleAgent, "decode/chunk-stale-agent", "a chunk addressed to another agent (a predecessor's registration) is refused").records(RoomEventStaleRegistration),
+		pp(ProbeDecodeChunkLostPeer, "decode/chunk-lost-peer", "a KV write addressed to a name decode retired (a prefill declared lost, still writing) is refused before it lands").records(RoomEventLostPeerWrite),
 		pp(ProbeDecodeAuxInactive, "decode/aux-inactive-room", "a completion notice for a room not in transfer is refused"),
 		pp(ProbeDecodeMalformedNotice, "decode/malformed-notice", "a prefill notice that does not parse is counted and dropped"),
 		pp(ProbeDecodeAckFreesPages, "decode/ack-frees-pages", "the last prefill rank's ABORT_ACK frees the aborted room's pages"),
@@ -399,14 +433,14 @@ func probeTable() []Probe {
 		pp(ProbeDecodeFailNotice, "decode/fail-notice", "prefill reported a held room failed: it fails without waiting for a timeout"),
 		pp(ProbeDecodeFailNoticeUnknownRoom, "decode/fail-notice-unknown-room", "a Failed status for a room decode no longer holds is ignored"),
 		pr(ProbeDecodeFailNoticeIgnored, "decode/fail-notice-ignored", DecodeAbortLeak, "prefill's Failed status is ignored"),
-		pp(ProbeDecodeFailedRanksWriting, "decode/failed-ranks-writing", "a room failed on some ranks' Failed status while other prefill ranks may still write: their pages wait for those ranks' statuses"),
+		pp(ProbeDecodeFailedRanksWriting, "decode/failed-ranks-writing", "a room failed on some ranks' Failed status while other prefill ranks may still write: their pages wait for those ranks' statuses").records(RoomEventPagesHeld),
 		pp(ProbeDecodeFailNoticeDrained, "decode/fail-notice-drained", "a Failed status from a prefill rank whose pages waited for it: that rank's writes have drained"),
 		pp(ProbeDecodeStatusNotFailed, "decode/status-not-failed", "a status notice decode's dialect does not act on is ignored (other than Failed; on Mooncake, other than Failed and Success)"),
-		pp(ProbeDecodeSuccessNoticeInactive, "decode/success-notice-inactive", "a Mooncake Success status for a room decode no longer transfers (aborted, failed, timed out) is ignored"),
+		pp(ProbeDecodeSuccessNoticeInactive, "decode/success-notice-inactive", "a Mooncake Success status for a room decode no longer transfers (aborted, failed, timed out) is ignored").records(RoomEventSuccessIgnored),
 		pp(ProbeDecodePrefillLostRoom, "decode/prefill-lost-room", "a room in transfer paired with a lost prefill (or one whose name decode retired) fails at once"),
 		pp(ProbeDecodePrefillLostPrealloc, "decode/prefill-lost-prealloc", "a room still waiting for pages, paired with a lost prefill, fails at once"),
-		pp(ProbeDecodeRetiredPeerFreesPages, "decode/retired-peer-frees-pages", "an aborted room's held pages are freed when its prefill's name is retired: no write of it can land"),
-		pp(ProbeDecodeUnfencedPagesHeld, "decode/unfenced-pages-held", "a lost prefill's rooms keep their pages until it acknowledges: the wire cannot refuse its writes (Mooncake's session_id carries no epoch)"),
+		pp(ProbeDecodeRetiredPeerFreesPages, "decode/retired-peer-frees-pages", "an aborted room's held pages are freed when its prefill's name is retired: no write of it can land").records(RoomEventPagesFreed),
+		pp(ProbeDecodeUnfencedPagesHeld, "decode/unfenced-pages-held", "a lost prefill's rooms keep their pages until it acknowledges: the wire cannot refuse its writes (Mooncake's session_id carries no epoch)").records(RoomEventPagesHeld),
 		pp(ProbeDecodeUnfencedAckResent, "decode/unfenced-ack-resent", "an ABORT went unacknowledged through every resend on a wire that cannot retire names: it is sent again and the pages wait, rather than freed under a prefill that may still write"),
 		pp(ProbeDecodeFailedSticky, "decode/failed-sticky", "a write to a Failed room changes nothing: Failed is sticky until clear"),
 		pn(ProbeDecodeStatusUnexpected, "decode/status-unexpected", "a status branch the fixed decode never takes (tombstone, late worker write, absent room read as waiting, revive) ran on decode: only a regression gets here"),
@@ -415,9 +449,9 @@ func probeTable() []Probe {
 		pp(ProbeDecodeRouteFailed, "decode/route-failed", "prefill's bootstrap server did not give the control route: the request is refused"),
 		pp(ProbeDecodeClientGone, "decode/client-gone", "the /generate caller left before its answer was complete: the request is aborted"),
 		pp(ProbeDecodeAbortEndpoint, "decode/abort-endpoint", "/abort_request named a rid"),
-		pp(ProbeDecodeKVReadError, "decode/kv-read-error", "a KV connection broke mid-frame or sent a frame that does not parse: it is dropped"),
-		pp(ProbeDecodeKVWrongRank, "decode/kv-wrong-rank", "a KV frame for another rank arrived on this rank's listener: the connection is dropped"),
-		pp(ProbeDecodeKVReplyFailed, "decode/kv-reply-failed", "the write completion could not be sent back to prefill"),
+		pp(ProbeDecodeKVReadError, "decode/kv-read-error", "a KV connection broke mid-frame or sent a frame that does not parse: it is dropped").records(RoomEventMalformedKV),
+		pp(ProbeDecodeKVWrongRank, "decode/kv-wrong-rank", "a KV frame for another rank arrived on this rank's listener: the connection is dropped").records(RoomEventMalformedKV),
+		pp(ProbeDecodeKVReplyFailed, "decode/kv-reply-failed", "the write completion could not be sent back to prefill").records(RoomEventKVReplyFailed),
 		pp(ProbeDecodeControlNoRoute, "decode/control-no-route", "a control message for a prefill whose route was forgotten (lost) is dropped"),
 		pp(ProbeDecodeControlQueueFull, "decode/control-queue-full", "a control message to prefill is dropped: the peer's send queue is full"),
 		pp(ProbeDecodeControlConnectFailed, "decode/control-connect-failed", "a control message to prefill is lost: its control socket could not be dialled"),

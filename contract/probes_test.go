@@ -52,6 +52,22 @@ func TestProbeTable(t *testing.T) {
 		if p.ID.String() != p.Name {
 			t.Errorf("ProbeID(%d).String() = %q, want %q", p.ID, p.ID.String(), p.Name)
 		}
+		if p.Records == RoomEventStatus || p.Records == RoomEventClear {
+			t.Errorf("probe %s records %q: every write of the room's status does, not only its branch", p.Name, p.Records)
+		}
+	}
+}
+
+// TestBackstopProbesRecordTheirEvent: a backstop that writes its own
+// event kind (not a status) has its probe record that kind, so
+// branches-recorded holds the backstop's events to its firings.
+func TestBackstopProbesRecordTheirEvent(t *testing.T) {
+	t.Parallel()
+	for _, b := range Backstops() {
+		p := probeTable()[b.Probe]
+		if b.Kind != RoomEventStatus && p.Records != b.Kind {
+			t.Errorf("backstop %s writes %q events; its probe %s records %q", b.Name, b.Kind, p.Name, p.Records)
+		}
 	}
 }
 

@@ -121,6 +121,38 @@ const (
 	// RoomEventAbortSent is decode sending prefill an ABORT for the room:
 	// its pages then wait for every rank's ABORT_ACK.
 	RoomEventAbortSent = "abort-sent"
+	// The events a failure branch writes when it refuses or drops
+	// something without changing the room's status, so /debug/rooms shows
+	// why (each is a code probe's Records: CheckBranchesRecorded holds
+	// them to the probes' hits).
+	//
+	// RoomEventLateWriteDropped: a transfer worker's status write for a
+	// room already cleared, dropped.
+	RoomEventLateWriteDropped = "late-write-dropped"
+	// RoomEventStaleRegistration: a KV chunk addressed to an agent this
+	// decode process never registered (a predecessor's), refused.
+	RoomEventStaleRegistration = "stale-registration"
+	// RoomEventLostPeerWrite: a KV write under a prefill name decode
+	// retired (the prefill was declared lost), refused.
+	RoomEventLostPeerWrite = "lost-peer-write"
+	// RoomEventSuccessIgnored: a Mooncake Success status for a room decode
+	// no longer transfers, ignored.
+	RoomEventSuccessIgnored = "success-ignored"
+	// RoomEventPagesHeld: an aborted or failed room's pages kept until
+	// prefill's writes of it have drained (its ACK or Failed status).
+	RoomEventPagesHeld = "pages-held"
+	// RoomEventPagesFreed: held pages freed because prefill's name was
+	// retired, so no write of it can land.
+	RoomEventPagesFreed = "pages-freed"
+	// RoomEventMalformedKV: a KV message refused as malformed (cut
+	// mid-frame, for another rank, not whole tokens).
+	RoomEventMalformedKV = "malformed-kv"
+	// RoomEventKVReplyFailed: a KV write's completion could not be sent
+	// back to prefill.
+	RoomEventKVReplyFailed = "kv-reply-failed"
+	// RoomEventKVOverwritten: a late write landed in pages this room
+	// owns (recorded on the owner).
+	RoomEventKVOverwritten = "kv-overwritten"
 	// RoomEventPagesNeeded is decode taking a request into its prealloc
 	// queue: the detail (PagesNeeded) says how many KV pages a rank it
 	// waits for, so a checker can tell a wait that can end from one for

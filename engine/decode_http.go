@@ -51,7 +51,7 @@ func (d *Decode) routesHandler() http.Handler {
 		d.mu.Unlock()
 		writeJSON(w, contract.RoomsResponse{Role: "decode", Held: held, Cleared: cleared, Queues: queues})
 	}))
-	mux.HandleFunc("GET "+contract.PathDebugProbes, loopbackOnly(serveProbes(contract.SideDecode, d.probes)))
+	mux.HandleFunc("GET "+contract.PathDebugProbes, loopbackOnly(serveProbes(contract.SideDecode, d.probes, &d.mu, d.hist)))
 	mux.Handle(contract.HooksPath, ServeHooks(d.Hooks()))
 	return mux
 }

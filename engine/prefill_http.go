@@ -50,7 +50,7 @@ func (p *Prefill) routes() http.Handler {
 		p.mu.Unlock()
 		writeJSON(w, contract.RoomsResponse{Role: "prefill", Held: held, Cleared: cleared, Queues: queues})
 	}))
-	mux.HandleFunc("GET "+contract.PathDebugProbes, loopbackOnly(serveProbes(contract.SidePrefill, p.probes)))
+	mux.HandleFunc("GET "+contract.PathDebugProbes, loopbackOnly(serveProbes(contract.SidePrefill, p.probes, &p.mu, p.hist)))
 	mux.Handle(contract.HooksPath, ServeHooks(p.Hooks()))
 	return mux
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"net/http"
+	"sync"
 
 	"github.com/pdchaos/pdchaos/contract"
 	"github.com/pdchaos/pdchaos/engine/core"
@@ -40,9 +41,19 @@ func probeMetrics(model, side string, probes *core.ProbeCounts) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 
-// serveProbes answers PathDebugProbes: every probe of the role with its hits.
-func serveProbes(side string, probes *core.ProbeCounts) http.HandlerFunc {
+// serveProbes answers PathDebugProbes: every probe of the role with its
+// hits and, for a role with a room history, the events it recorded. The
+// core hits its probes and writes their events under mu, so both are read
+// under it (nil mu and hist: the router, which has neither).
+func serveProbes(side string, probes *core.ProbeCounts, mu sync.Locker, hist *core.History) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, contract.ProbesResponse{Role: side, Probes: probes.Side(side)})
+		if mu != nil {
+			mu.Lock()
+		}
+		resp := contract.ProbesResponse{Role: side, Probes: probes.Side(side), Recorded: hist.Recorded()}
+		if mu != nil {
+			mu.Unlock()
+		}
+		writeJSON(w, resp)
 	}
 }

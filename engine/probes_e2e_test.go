@@ -93,6 +93,11 @@ func TestProbesReportCancelledRequest(t *testing.T) {
 		if got.Role != tc.side || len(got.Probes) != len(want) {
 			t.Errorf("%s /debug/probes: role %q, %d probes, want %d", tc.side, got.Role, len(got.Probes), len(want))
 		}
+		// Prefill and decode say what their histories wrote (the cancelled
+		// request's status events at least); the router keeps none.
+		if hasHistory := tc.side != contract.SideRouter; hasHistory != (got.Recorded[contract.RoomEventStatus] > 0) {
+			t.Errorf("%s /debug/probes: recorded %v, want status events only where the role keeps a room history", tc.side, got.Recorded)
+		}
 		if s := probeSeries(t, tc.metrics); len(s) != len(want) {
 			t.Errorf("%s /metrics: %d probe series, want %d (zero ones too)", tc.side, len(s), len(want))
 		}

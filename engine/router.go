@@ -105,7 +105,7 @@ func startRouter(ctx context.Context, cfg contract.EngineConfig, rc RouterConfig
 		writeJSON(w, served)
 	})
 	mux.Handle("GET "+contract.PathMetrics, probeMetrics(cfg.Model, contract.SideRouter, rt.probes))
-	mux.HandleFunc("GET "+contract.PathDebugProbes, loopbackOnly(serveProbes(contract.SideRouter, rt.probes)))
+	mux.HandleFunc("GET "+contract.PathDebugProbes, loopbackOnly(serveProbes(contract.SideRouter, rt.probes, nil, nil)))
 	rt.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	rt.wg.Add(1)
 	go func() { defer rt.wg.Done(); _ = rt.srv.Serve(rt.ln) }()

@@ -662,6 +662,7 @@ func (s *run) restartDecode() {
 	if !s.dDown {
 		return
 	}
+	s.retireHistory(contract.SideDecode, s.dh)
 	s.dh = core.NewHistory(1 << 30)
 	s.d = s.newDecode()
 	s.dDown = false
@@ -712,6 +713,7 @@ func (s *run) restartPrefill() {
 	if !s.pDown {
 		return
 	}
+	s.retireHistory(contract.SidePrefill, s.ph)
 	s.ph = core.NewHistory(1 << 30)
 	s.p = s.newPrefill()
 	s.pDown = false

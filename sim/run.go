@@ -57,9 +57,12 @@ type run struct {
 	checks  Checks
 	wire    core.Dialect
 
-	p                         *core.Prefill
-	d                         *core.Decode
-	ph, dh                    *core.History
+	p      *core.Prefill
+	d      *core.Decode
+	ph, dh *core.History
+	// recorded sums, by side, the events of the histories a restart
+	// replaced, so they add up with the probe counts, which last the run.
+	recorded                  map[string]map[string]int64
 	pprobes, dprobes, rprobes *core.ProbeCounts
 
 	// strangers: Config.Strangers, a peer that is not the engine, is on.
@@ -252,7 +255,7 @@ func (s *run) simulate(cfg Config) {
 	s.snapRooms(true)
 	s.emitFaults()
 	for _, side := range []string{contract.SidePrefill, contract.SideDecode, contract.SideRouter} {
-		s.emit(check.Event{Type: check.EvCodeProbes, Source: side, CodeProbes: &check.CodeProbes{Role: side, Hits: s.sideHits(side)}})
+		s.emit(check.Event{Type: check.EvCodeProbes, Source: side, CodeProbes: &check.CodeProbes{Role: side, Hits: s.sideHits(side), Recorded: s.sideRecorded(side)}})
 	}
 	s.emit(check.Event{Type: check.EvLeaks, Leaks: &check.Leaks{Detail: "simulated run: no goroutines to leak"}})
 	s.emit(check.Event{Type: check.EvEnd, End: &check.EndInfo{}})
@@ -536,6 +539,34 @@ func (s *run) sideHits(side string) map[string]int64 {
 	out := map[string]int64{}
 	for _, h := range c.Side(side) {
 		out[h.Name] = h.Hits
+	}
+	return out
+}
+
+// retireHistory keeps the event counts of side's history before a restart
+// replaces it.
+func (s *run) retireHistory(side string, h *core.History) {
+	if s.recorded == nil {
+		s.recorded = map[string]map[string]int64{}
+	}
+	if s.recorded[side] == nil {
+		s.recorded[side] = map[string]int64{}
+	}
+	for k, n := range h.Recorded() {
+		s.recorded[side][k] += n
+	}
+}
+
+// sideRecorded is the events side's histories wrote over the run, by
+// kind; nil for the router, which keeps none.
+func (s *run) sideRecorded(side string) map[string]int64 {
+	h := map[string]*core.History{contract.SidePrefill: s.ph, contract.SideDecode: s.dh}[side]
+	if h == nil {
+		return nil
+	}
+	out := h.Recorded()
+	for k, n := range s.recorded[side] {
+		out[k] += n
 	}
 	return out
 }

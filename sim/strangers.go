@@ -74,9 +74,10 @@ func (s *run) stranger() {
 
 // strangeOpening is what a stranger sends once, at its first turn, as the
 // gate's hostile peers do live: route lookups for a prefill rank that does
-// not exist, a KV message for another rank, one cut off mid-frame, and a
-// chunk for a room decode does not hold on a connection the stranger
-// resets before the write's completion comes back. Decode refuses each
+// not exist, a KV message for another rank, one cut off mid-frame, a
+// chunk that is not whole tokens, and a chunk for a room decode does not
+// hold on a connection the stranger resets before the write's completion
+// comes back. Decode refuses each
 // before anything is written. It draws nothing, so the rest of the run is
 // what it would be without it.
 func (s *run) strangeOpening() {
@@ -91,6 +92,10 @@ func (s *run) strangeOpening() {
 		agent := "stranger" // NIXL: a name decode never gave out
 		if s.cfg.Wire == contract.WireMooncake {
 			agent = s.wire.KVTarget(a.Name, a.KVBase) // Mooncake: decode's own buffers
+		}
+		if per := model.KVBytesPerToken / s.cfg.TP; per > 1 && s.d.AdmitKV(now, 0, room, 0, agent) {
+			s.d.OnChunk(now, 0, room, 0, false, []uint32{math.MaxUint32}, 0, make([]byte, per+1)) // not whole tokens: refused before any write
+			s.tracef("stranger", "chunk of %d bytes, tokens of %d, for room %d", per+1, per, room)
 		}
 		if s.d.AdmitKV(now, 0, room, 0, agent) {
 			s.d.OnChunk(now, 0, room, 0, false, nil, 0, nil)

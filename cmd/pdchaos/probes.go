@@ -234,6 +234,9 @@ func printProbes(out io.Writer, probes []contract.Probe) error {
 		if p.Never {
 			doc += " [never on the fixed engine: a hit fails " + contract.CheckUnreachableBranches + "]"
 		}
+		if p.Records != "" {
+			doc += " [records a " + p.Records + " room event per hit: " + contract.CheckBranchesRecorded + "]"
+		}
 		first := ""
 		if len(p.Sites) > 0 {
 			first = p.Sites[0]

@@ -39,7 +39,5 @@ func (d *Decode) AdmitKVRank(now time.Time, listener, named int, room uint64) bo
 // fail and decides for itself.
 func (d *Decode) OnKVReplyFailed(now time.Time, rank int, room uint64) {
 	d.probes.Hit(contract.ProbeDecodeKVReplyFailed)
-	if d.hist.Known(room) {
-		d.hist.Note(now, room, "decode", rank, "kv-reply-failed", "the write completion could not be sent back")
-	}
+	d.hist.NoteKnown(now, room, "decode", rank, contract.RoomEventKVReplyFailed, "the write completion could not be sent back")
 }

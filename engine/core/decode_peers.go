@@ -118,9 +118,7 @@ func (d *Decode) AdmitKV(now time.Time, rank int, room uint64, id int, agent str
 		d.probes.Hit(contract.ProbeDecodeChunkLostPeer)
 		d.LostPeerWrites++
 		d.StrayChunks++
-		if d.hist.Known(room) {
-			d.hist.Note(now, room, "decode", rank, "lost-peer-write", fmt.Sprintf("chunk %d addressed to retired name %q refused (prefill %s was declared lost)", id, agent, n.bootstrap))
-		}
+		d.hist.NoteKnown(now, room, "decode", rank, contract.RoomEventLostPeerWrite, fmt.Sprintf("chunk %d addressed to retired name %q refused (prefill %s was declared lost)", id, agent, n.bootstrap))
 		return false
 	}
 	return true
@@ -145,7 +143,7 @@ func (d *Decode) retirePeer(now time.Time, bootstrap string) {
 			continue
 		}
 		d.probes.Hit(contract.ProbeDecodeRetiredPeerFreesPages)
-		d.hist.Note(now, room, "decode", 0, "pages-freed", "prefill's name retired: no write of it can land any more")
+		d.hist.Note(now, room, "decode", 0, contract.RoomEventPagesFreed, "prefill's name retired: no write of it can land any more")
 		d.freeAwaiting(room)
 	}
 }
@@ -160,9 +158,7 @@ func (d *Decode) fenced() bool { return d.wire.table().epochNames }
 // once: it has nothing in flight).
 func (d *Decode) holdUnfenced(now time.Time, room uint64, why string) {
 	d.probes.Hit(contract.ProbeDecodeUnfencedPagesHeld)
-	if d.hist.Known(room) {
-		d.hist.Note(now, room, "decode", 0, "pages-held", why+": the wire cannot refuse its writes, so the pages wait for its ACK")
-	}
+	d.hist.NoteKnown(now, room, "decode", 0, contract.RoomEventPagesHeld, why+": the wire cannot refuse its writes, so the pages wait for its ACK")
 }
 
 // failPeerRooms fails every room paired with bootstrap that has not

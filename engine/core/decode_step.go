@@ -334,7 +334,7 @@ func (d *Decode) pollTransfers(now time.Time) []DecodeFinish {
 				d.probes.Hit(contract.ProbeDecodeFailedRanksWriting)
 				d.awaiting[req.Room] = &awaitingAck{pages: req.pages, acked: drained, since: now, bootstrap: req.Bootstrap, onStatus: true}
 				req.pages = make([][]uint32, len(d.ranks))
-				d.hist.Note(now, req.Room, "decode", 0, "pages-held", "other prefill ranks may still write: their pages wait for their Failed status")
+				d.hist.Note(now, req.Room, "decode", 0, contract.RoomEventPagesHeld, "other prefill ranks may still write: their pages wait for their Failed status")
 			}
 			d.release(now, req, Failed, "transfer failed")
 			fin = append(fin, DecodeFinish{req.Rid, req.Room, ErrDecodeFailed})
@@ -456,6 +456,7 @@ func (d *Decode) OnChunk(now time.Time, rank int, room uint64, id int, last bool
 	rk := d.ranks[rank]
 	per := model.KVBytesPerToken / len(d.ranks)
 	if len(payload)%per != 0 {
+		d.probes.Hit(contract.ProbeDecodeChunkPartialToken)
 		d.RefuseKV(now, rank, room, fmt.Sprintf("chunk %d payload of %d bytes is not whole tokens of %d bytes", id, len(payload), per))
 		return false
 	}
@@ -478,16 +479,14 @@ func (d *Decode) OnChunk(now time.Time, rank int, room uint64, id int, last bool
 			d.probes.Hit(contract.ProbeDecodeChunkWrongStage)
 		}
 		d.StrayChunks++
-		if d.hist.Known(room) {
-			d.hist.Note(now, room, "decode", rank, contract.RoomEventStrayChunk, fmt.Sprintf("chunk %d for a room decode does not hold", id))
-		}
+		d.hist.NoteKnown(now, room, "decode", rank, contract.RoomEventStrayChunk, fmt.Sprintf("chunk %d for a room decode does not hold", id))
 		for _, pg := range pages {
 			if owner := rk.pool.Owner(pg); owner != 0 && owner != room {
 				// The write landed in pages another request owns now: its
 				// KV is corrupted (free-before-ack).
 				d.probes.Hit(contract.ProbeDecodeForeignWrite)
 				d.ForeignWrites++
-				d.hist.Note(now, owner, "decode", rank, "kv-overwritten", fmt.Sprintf("page %d overwritten by a late write for room %d", pg, room))
+				d.hist.Note(now, owner, "decode", rank, contract.RoomEventKVOverwritten, fmt.Sprintf("page %d overwritten by a late write for room %d", pg, room))
 				break
 			}
 		}
@@ -507,18 +506,14 @@ func (d *Decode) OnChunk(now time.Time, rank int, room uint64, id int, last bool
 func (d *Decode) RefuseChunk(now time.Time, rank int, room uint64, id int, agent string) {
 	d.probes.Hit(contract.ProbeDecodeChunkStaleAgent)
 	d.StrayChunks++
-	if d.hist.Known(room) {
-		d.hist.Note(now, room, "decode", rank, "stale-registration", fmt.Sprintf("chunk %d addressed to agent %q refused", id, agent))
-	}
+	d.hist.NoteKnown(now, room, "decode", rank, contract.RoomEventStaleRegistration, fmt.Sprintf("chunk %d addressed to agent %q refused", id, agent))
 }
 
 // RefuseKV records a KV message decode refused as malformed (why says
 // how), for room if the message got as far as naming one (0 otherwise).
 func (d *Decode) RefuseKV(now time.Time, rank int, room uint64, why string) {
 	d.MalformedKV++
-	if d.hist.Known(room) {
-		d.hist.Note(now, room, "decode", rank, "malformed-kv", why)
-	}
+	d.hist.NoteKnown(now, room, "decode", rank, contract.RoomEventMalformedKV, why)
 }
 
 // OnAux records the completion notice that follows a rank's last chunk.
@@ -555,9 +550,7 @@ func (d *Decode) onSuccess(now time.Time, rank int, room uint64) {
 	req, ok := d.byRoom[room]
 	if !ok || req.stage() != stageTransfer {
 		d.probes.Hit(contract.ProbeDecodeSuccessNoticeInactive)
-		if d.hist.Known(room) {
-			d.hist.Note(now, room, "decode", rank, "success-ignored", "Success status for a room decode no longer transfers")
-		}
+		d.hist.NoteKnown(now, room, "decode", rank, contract.RoomEventSuccessIgnored, "Success status for a room decode no longer transfers")
 		return
 	}
 	req.succeeded[rank] = true

@@ -2,6 +2,7 @@ package core
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"time"
 
@@ -20,6 +21,10 @@ type History struct {
 	cleared   []*contract.RoomRecord
 	head      int
 	byCleared map[uint64]*contract.RoomRecord
+	// recorded counts every event the engine wrote, by kind, kept or not:
+	// what a branch wrote, as its probe's hits say it ran
+	// (contract.Probe.Records), whatever the history could keep.
+	recorded map[string]int64
 }
 
 // NewHistory returns a history keeping keep cleared rooms.
@@ -27,7 +32,7 @@ func NewHistory(keep int) *History {
 	if keep <= 0 {
 		keep = 1000
 	}
-	return &History{Keep: keep, MaxEvents: contract.MaxRoomEvents, rooms: map[uint64]*contract.RoomRecord{}, byCleared: map[uint64]*contract.RoomRecord{}}
+	return &History{Keep: keep, MaxEvents: contract.MaxRoomEvents, rooms: map[uint64]*contract.RoomRecord{}, byCleared: map[uint64]*contract.RoomRecord{}, recorded: map[string]int64{}}
 }
 
 // lateNote attaches an event for a room no rank holds to its cleared record,
@@ -56,11 +61,21 @@ func (h *History) record(now time.Time, room uint64, side string) *contract.Room
 	return r
 }
 
+// Recorded returns how many events of each kind the engine wrote since
+// the history began, those it did not keep too.
+func (h *History) Recorded() map[string]int64 {
+	if h == nil {
+		return nil
+	}
+	return maps.Clone(h.recorded)
+}
+
 // Add records an event. Status events update the room's state.
 func (h *History) Add(now time.Time, room uint64, side string, rank int, kind string, s KVPoll, detail string) {
 	if h == nil {
 		return
 	}
+	h.recorded[kind]++
 	if kind != "status" && h.lateNote(room, contract.Event{At: now, Side: side, Rank: rank, Kind: kind, State: s.String(), Detail: detail}) {
 		return
 	}
@@ -88,11 +103,26 @@ func (h *History) Known(room uint64) bool {
 	return held || cleared
 }
 
+// NoteKnown records an event that does not change status on a room the
+// history knows (Known); one about a room it does not know is counted
+// (Recorded) and not kept.
+func (h *History) NoteKnown(now time.Time, room uint64, side string, rank int, kind, detail string) {
+	if h == nil {
+		return
+	}
+	if !h.Known(room) {
+		h.recorded[kind]++
+		return
+	}
+	h.Note(now, room, side, rank, kind, detail)
+}
+
 // Note records an event that does not change status.
 func (h *History) Note(now time.Time, room uint64, side string, rank int, kind, detail string) {
 	if h == nil {
 		return
 	}
+	h.recorded[kind]++
 	if h.lateNote(room, contract.Event{At: now, Side: side, Rank: rank, Kind: kind, State: contract.StateCleared, Detail: detail}) {
 		return
 	}
@@ -117,6 +147,7 @@ func (h *History) NoteEnded(now time.Time, room uint64, side string, rank int, k
 	if h == nil {
 		return false
 	}
+	h.recorded[kind]++
 	return h.lateNote(room, contract.Event{At: now, Side: side, Rank: rank, Kind: kind, State: contract.StateCleared, Detail: detail})
 }
 
@@ -126,6 +157,7 @@ func (h *History) Clear(now time.Time, room uint64, side string, rank int, last 
 	if h == nil {
 		return
 	}
+	h.recorded[contract.RoomEventClear]++
 	r := h.record(now, room, side)
 	r.Events = append(r.Events, contract.Event{At: now, Side: side, Rank: rank, Kind: contract.RoomEventClear, State: last.String(), Detail: why})
 	r.LastState = last.String()

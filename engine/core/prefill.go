@@ -496,7 +496,7 @@ func (p *Prefill) onMetadata(now time.Time, rank int, m Metadata, conn uint64) e
 		why := "TransferInfo under a session_id decode re-registered with new buffers since the request came: it may be the dead process's"
 		r.status.Update(now, m.Room, Failed, WriterBootstrap, why)
 		p.out = append(p.out, Outbound{Rank: rank, To: notifyAddr(m), Frames: p.wire.Status(m.Room, Failed, rank, why)})
-		p.hist.NoteEnded(now, m.Room, "prefill", rank, contract.RoomEventFailNotice, "Failed status sent to decode: "+why)
+		p.hist.Note(now, m.Room, "prefill", rank, contract.RoomEventFailNotice, "Failed status sent to decode: "+why) // the room is held: NoteEnded would keep nothing
 		return nil
 	}
 	if _, dup := r.infos[m.Room]; dup {

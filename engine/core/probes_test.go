@@ -334,6 +334,9 @@ func strangers(r *rig) {
 		r.t.Error("a KV message for rank 1 was admitted on rank 0's listener")
 	}
 	r.d.OnKVUnreadable(r.now, 0, 75, "cut mid-frame")
+	if r.d.OnChunk(r.now, 1, 75, 0, false, []uint32{0}, 0, make([]byte, model.KVBytesPerToken/2+1)) {
+		r.t.Error("a chunk that is not whole tokens was taken")
+	}
 	r.d.OnKVReplyFailed(r.now, 1, 75)
 	r.finish()
 	r.checkAnswer("s")
@@ -489,7 +492,7 @@ func probeCases() []probeCase {
 			"prefill/abort-endpoint", "decode/abort-endpoint", "prefill/local-abort", "decode/abort"}},
 		{"mooncake-held-transfer-info", rigOpts{wire: contract.WireMooncake}, mooncakeHeldTransferInfo, []string{"prefill/metadata-from-predecessor", "prefill/decode-restarted"}},
 		{"mooncake-success-after-abort", rigOpts{wire: contract.WireMooncake}, mooncakeSuccessAfterAbort, []string{"decode/success-notice-inactive"}},
-		{"strangers", rigOpts{ranks: 2}, strangers, []string{"prefill/route-unknown-rank", "decode/kv-wrong-rank", "decode/kv-read-error", "decode/kv-reply-failed"}},
+		{"strangers", rigOpts{ranks: 2}, strangers, []string{"prefill/route-unknown-rank", "decode/kv-wrong-rank", "decode/kv-read-error", "decode/kv-reply-failed", "decode/chunk-partial-token"}},
 		{"heartbeats-lost", rigOpts{}, heartbeatsLost, []string{"decode/heartbeat-miss", "decode/prefill-lost", "decode/prefill-lost-room"}},
 		{"router-legs", rigOpts{}, routerLegs, []string{"router/prefill-failed", "router/prefill-refused", "router/decode-refused",
 			"router/decode-failed", "router/decode-error-status", "router/upstream-error", "router/bad-event", "router/stream-ended-early",
@@ -621,6 +624,72 @@ func TestProbeCountsPerInstance(t *testing.T) {
 	}
 	if got := shared.Side(contract.SidePrefill); len(got) != len(contract.ProbesOf(contract.SidePrefill)) {
 		t.Errorf("Side lists %d probes, want every prefill probe", len(got))
+	}
+}
+
+// TestProbedBranchesRecordTheirEvents: in every scripted case, each side's
+// history counts exactly one event of a probe's Records kind per hit of
+// the side's probes that record it (branches-recorded's rule, held in the
+// core), also for rooms the history never knew and did not keep.
+func TestProbedBranchesRecordTheirEvents(t *testing.T) {
+	t.Parallel()
+	seen := map[string]int64{}
+	for _, tc := range probeCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, tc.opts)
+			tc.script(r)
+			for _, side := range []struct {
+				name   string
+				probes *ProbeCounts
+				hist   *History
+			}{{contract.SidePrefill, r.p.Probes(), r.ph}, {contract.SideDecode, r.d.Probes(), r.dh}} {
+				rec := side.hist.Recorded()
+				for kind, ps := range contract.ProbesRecording(side.name) {
+					var hits int64
+					var names []string
+					for _, p := range ps {
+						hits += side.probes.Count(p.ID)
+						names = append(names, p.Name)
+					}
+					if rec[kind] != hits {
+						t.Errorf("%s: %d %q events recorded, %d hits of the probes recording it (%v)", side.name, rec[kind], kind, hits, names)
+					}
+					seen[side.name+" "+kind] += hits
+				}
+			}
+		})
+	}
+	for _, side := range []string{contract.SidePrefill, contract.SideDecode} {
+		for kind := range contract.ProbesRecording(side) {
+			if seen[side+" "+kind] == 0 {
+				t.Errorf("%s: no scripted case writes a %q event: the rule is never exercised for it", side, kind)
+			}
+		}
+	}
+}
+
+// TestNoteKnownCountsWhatItDoesNotKeep: an event about a room the history
+// never knew is counted, not kept; about a known room, both.
+func TestNoteKnownCountsWhatItDoesNotKeep(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := NewHistory(0)
+	h.NoteKnown(now, 7, "decode", 0, contract.RoomEventStrayChunk, "room never held")
+	if h.Known(7) {
+		t.Fatal("a note about an unknown room opened a record")
+	}
+	h.Add(now, 8, "decode", 0, contract.RoomEventStatus, Bootstrapping, "opened")
+	h.NoteKnown(now, 8, "decode", 0, contract.RoomEventStrayChunk, "room held")
+	held, _ := h.Snapshot()
+	if len(held) != 1 || len(held[0].Events) != 2 {
+		t.Fatalf("held records %+v, want room 8 with its two events", held)
+	}
+	if got := h.Recorded(); got[contract.RoomEventStrayChunk] != 2 || got[contract.RoomEventStatus] != 1 {
+		t.Errorf("Recorded() = %v, want 2 stray-chunk (one not kept) and 1 status", got)
+	}
+	var none *History
+	if none.Recorded() != nil {
+		t.Error("a nil history recorded events")
 	}
 }
 

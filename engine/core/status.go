@@ -120,7 +120,7 @@ func (t *StatusTable) Update(now time.Time, room uint64, s KVPoll, w Writer, why
 			// A transfer worker finishing after the room was cleared must not
 			// bring it back.
 			t.hit(contract.ProbePrefillLateWriteDropped, contract.ProbeDecodeStatusUnexpected)
-			t.hist.Add(now, room, t.side, t.rank, "late-write-dropped", s, string(w)+": "+why)
+			t.hist.Add(now, room, t.side, t.rank, contract.RoomEventLateWriteDropped, s, string(w)+": "+why)
 			return
 		case t.isTombstoned(room):
 			t.hit(contract.ProbePrefillCreatedAfterAbort, contract.ProbeDecodeStatusUnexpected)

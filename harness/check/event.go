@@ -58,7 +58,11 @@ type Event struct {
 type CodeProbes struct {
 	Role string           `json:"role,omitempty"`
 	Hits map[string]int64 `json:"hits,omitempty"`
-	Err  string           `json:"error,omitempty"`
+	// Recorded is the room events the role wrote, by kind
+	// (contract.ProbesResponse.Recorded), read at the same instant as
+	// Hits; nil for a role without a room history.
+	Recorded map[string]int64 `json:"recorded,omitempty"`
+	Err      string           `json:"error,omitempty"`
 }
 
 // RunInfo opens a log: what ran, with which seed, and the wall time of the

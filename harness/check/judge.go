@@ -39,7 +39,7 @@ func Judge(evs []Event, floor Floor) Checks {
 	v := NewView(evs)
 	return Checks{
 		checkRoomsTerminal(v), checkSlotsReleased(v), checkLiveness(v), checkClientOutcomes(v),
-		checkCancelsReached(v), checkTimeoutsExplained(v), checkIntegrity(v), checkUnreachableBranches(v), checkNoLeaks(v), checkFaultsVerified(v), checkLoadFloor(v, floor),
+		checkCancelsReached(v), checkTimeoutsExplained(v), checkIntegrity(v), checkUnreachableBranches(v), checkBranchesRecorded(v), checkNoLeaks(v), checkFaultsVerified(v), checkLoadFloor(v, floor),
 	}
 }
 

@@ -44,6 +44,7 @@ func TestCheckersOnRecordedLogs(t *testing.T) {
 		{"bad-integrity.jsonl", contract.CheckIntegrity, Fail, nil},
 		{"bad-no-leaks.jsonl", contract.CheckNoLeaks, Fail, nil},
 		{"bad-unreachable-branches.jsonl", contract.CheckUnreachableBranches, Fail, nil},
+		{"bad-branches-recorded.jsonl", contract.CheckBranchesRecorded, Fail, nil},
 		{"bad-faults-verified.jsonl", contract.CheckFaultsVerified, Inconclusive, nil},
 		{"bad-load-floor.jsonl", contract.CheckLoadFloor, Inconclusive, nil},
 		{"good-timeouts-explained.jsonl", "", Pass, nil},
@@ -53,8 +54,8 @@ func TestCheckersOnRecordedLogs(t *testing.T) {
 		{"bad-timeouts-explained-state-bound.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
 		{"bad-timeouts-explained-notice-ignored.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
 		{"bad-timeouts-explained-peer-forgot.jsonl", contract.CheckTimeoutsExplained, Fail, nil},
-		{"old-good.jsonl", "", Pass, []string{contract.CheckCancelsReached, contract.CheckTimeoutsExplained, contract.CheckUnreachableBranches}},
-		{"old-bad-slots-released.jsonl", contract.CheckSlotsReleased, Fail, []string{contract.CheckCancelsReached, contract.CheckTimeoutsExplained, contract.CheckUnreachableBranches}},
+		{"old-good.jsonl", "", Pass, []string{contract.CheckCancelsReached, contract.CheckTimeoutsExplained, contract.CheckUnreachableBranches, contract.CheckBranchesRecorded}},
+		{"old-bad-slots-released.jsonl", contract.CheckSlotsReleased, Fail, []string{contract.CheckCancelsReached, contract.CheckTimeoutsExplained, contract.CheckUnreachableBranches, contract.CheckBranchesRecorded}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
@@ -106,6 +107,9 @@ func TestFailuresNameWhere(t *testing.T) {
 		{"bad-unreachable-branches.jsonl", contract.CheckUnreachableBranches,
 			[]string{"prefill/orphan-status-swept hit 3 times (never on the fixed engine)",
 				"prefill/no-transfer-info hit 1 times (a branch of regression unknown-room-waiting, which is off)", "engine/core/prefill_step.go:"}},
+		{"bad-branches-recorded.jsonl", contract.CheckBranchesRecorded,
+			[]string{"decode wrote 1 \"stray-chunk\" events for 3 probe hits", "prefill wrote 4 \"fail-notice\" events for 3 probe hits",
+				"decode/chunk-unknown-room 2, decode/chunk-wrong-stage 1", "http://127.0.0.1:30002"}},
 		{"bad-cancels-reached.jsonl", contract.CheckCancelsReached,
 			[]string{"room 1001", "prefill never recorded the client's abort", "abort-received"}},
 		{"bad-cancels-reached-deadline.jsonl", contract.CheckCancelsReached,

@@ -44,7 +44,7 @@ func fetchProbes(ctx context.Context, c *http.Client, base string) check.CodePro
 	if err := json.NewDecoder(capped(resp.Body, MaxScrapeBytes, "/debug/probes answer")).Decode(&pr); err != nil {
 		return fail(fmt.Errorf("decode: %w", err))
 	}
-	cp := check.CodeProbes{Role: pr.Role, Hits: make(map[string]int64, len(pr.Probes))}
+	cp := check.CodeProbes{Role: pr.Role, Hits: make(map[string]int64, len(pr.Probes)), Recorded: pr.Recorded}
 	for _, p := range pr.Probes {
 		cp.Hits[p.Name] += p.Hits
 	}

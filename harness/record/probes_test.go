@@ -16,7 +16,7 @@ import (
 func TestFinalProbes(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+contract.PathDebugProbes, func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte(`{"role":"decode","probes":[{"name":"decode/abort","hits":3},{"name":"decode/ack-duplicate","hits":0}]}`))
+		_, _ = w.Write([]byte(`{"role":"decode","probes":[{"name":"decode/abort","hits":3},{"name":"decode/ack-duplicate","hits":0}],"recorded":{"status":12,"stray-chunk":1}}`))
 	})
 	withProbes := httptest.NewServer(mux)
 	defer withProbes.Close()
@@ -31,7 +31,8 @@ func TestFinalProbes(t *testing.T) {
 	defer r.Close()
 	r.FinalProbes(t.Context(), []string{withProbes.URL, without.URL})
 	v := check.NewView(log.Events())
-	if got := v.CodeProbes[withProbes.URL]; got.Role != "decode" || got.Hits["decode/abort"] != 3 || len(got.Hits) != 2 {
+	if got := v.CodeProbes[withProbes.URL]; got.Role != "decode" || got.Hits["decode/abort"] != 3 || len(got.Hits) != 2 ||
+		got.Recorded[contract.RoomEventStrayChunk] != 1 || len(got.Recorded) != 2 {
 		t.Errorf("role with probes: %+v", got)
 	}
 	if got := v.CodeProbes[without.URL]; got.Err == "" {
