@@ -244,6 +244,10 @@ func clockOf(f firing, own contract.RoomRecord, cfg contract.EngineConfig) (star
 // stops the role's loops excuses it.
 func (v *View) overdue(f firing, own contract.RoomRecord, cfg contract.EngineConfig) string {
 	start, d, ok := clockOf(f, own, cfg)
+	what := f.b.ClockStart
+	if !ok {
+		start, what, d, ok = lateClockOf(f, own, cfg)
+	}
 	if !ok {
 		return ""
 	}
@@ -251,7 +255,25 @@ func (v *View) overdue(f firing, own contract.RoomRecord, cfg contract.EngineCon
 	if ran <= d+margin || v.stopFaultDuring(f.b.Role, start.Sub(v.Run.BaseWall), f.at.Sub(v.Run.BaseWall)) {
 		return ""
 	}
-	return fmt.Sprintf("%v after its clock started (%s), %s is %v (%v margin)", ran.Round(time.Millisecond), f.b.ClockStart, f.b.Config, d, margin)
+	return fmt.Sprintf("%v after its clock started (%s), %s is %v (%v margin)", ran.Round(time.Millisecond), what, f.b.Config, d, margin)
+}
+
+// lateClockOf is, for a backstop whose clock several events restart
+// (contract.Backstop.LateClock), the latest of them on its own record
+// strictly before it fired (the firing may itself restart the clock, as
+// a resend does) and what it was; ok is false when there is none, the
+// backstop has no deadline, or the record was cut.
+func lateClockOf(f firing, own contract.RoomRecord, cfg contract.EngineConfig) (start time.Time, what string, d time.Duration, ok bool) {
+	d = f.b.RestartDeadline(cfg)
+	if len(f.b.LateClock) == 0 || d <= 0 || nonClear(own.Events) >= contract.MaxRoomEvents {
+		return start, "", d, false
+	}
+	for _, e := range own.Events {
+		if e.Side == f.b.Role && e.At.Before(f.at) && slices.Contains(f.b.LateClock, e.Kind) && !e.At.Before(start) {
+			start, what = e.At, e.Kind
+		}
+	}
+	return start, what, d, !start.IsZero()
 }
 
 // prefillStep bounds how long prefill's scheduler may take to act on what

@@ -889,3 +889,53 @@ func TestOutlivedPeerLossJudgesFromTheRequest(t *testing.T) {
 		t.Errorf("a room taken after the verdict: %q, want it not judged", why)
 	}
 }
+
+// TestAckClockJudgedLate: the ABORT resend and the ACK give-up have no
+// one event that starts their clock, so "too soon" is not judged; "too
+// late" is, from the latest event that restarts it (abort sent, resend,
+// pages held: contract.Backstop.LateClock). A resend one ACK timeout
+// after the ABORT passes in the simulator; three timeouts after it is
+// overdue; live, the state margin allows a loaded machine the same.
+func TestAckClockJudgedLate(t *testing.T) {
+	t.Parallel()
+	// resend adds decode's resend of the first ABORT it sent, after it.
+	resend := func(evs []Event, after time.Duration) []Event {
+		for _, ev := range evs {
+			if ev.Rooms == nil || ev.Rooms.Role != contract.SideDecode {
+				continue
+			}
+			for i, r := range ev.Rooms.Ended {
+				for _, e := range r.Events {
+					if e.Kind != contract.RoomEventAbortSent {
+						continue
+					}
+					r.Events = append(slices.Clone(r.Events), contract.Event{At: e.At.Add(after), Side: contract.SideDecode, Kind: contract.BackstopAbortResend,
+						State: contract.StateFailed, Detail: contract.LookupBackstop(contract.BackstopAbortResend).Detail})
+					ev.Rooms.Ended[i] = r
+					return evs
+				}
+			}
+		}
+		t.Fatal("the log has no decode room that sent an ABORT")
+		return nil
+	}
+	ack := 2 * time.Second // the log's ack_timeout
+	for _, tc := range []struct {
+		name    string
+		evs     []Event
+		overdue bool
+	}{
+		{"resend on time, simulator", inSim(resend(readLog(t, "good-timeouts-explained.jsonl"), ack+10*time.Millisecond)), false},
+		{"resend three timeouts late, simulator", inSim(resend(readLog(t, "good-timeouts-explained.jsonl"), 3*ack)), true},
+		{"resend half a second late, live", resend(readLog(t, "good-timeouts-explained.jsonl"), ack+500*time.Millisecond), false},
+		{"resend three timeouts late, live", resend(readLog(t, "good-timeouts-explained.jsonl"), 3*ack), true},
+	} {
+		c, _ := Judge(tc.evs, Floor{}).Get(contract.CheckTimeoutsExplained)
+		if got := c.Evidence["backstops_overdue"] > 0; got != tc.overdue {
+			t.Errorf("%s: overdue %v, want %v: %s", tc.name, got, tc.overdue, c.Summary)
+		}
+		if tc.overdue && (c.Status != Fail || !strings.Contains(c.Summary, "after its clock started ("+contract.RoomEventAbortSent+")")) {
+			t.Errorf("%s: %s %q, want a failure naming the clock's start", tc.name, c.Status, c.Summary)
+		}
+	}
+}
