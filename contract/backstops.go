@@ -74,15 +74,13 @@ type Backstop struct {
 	// a resend or pages held for other ranks' writes), so firing too early
 	// is not judged.
 	ClockStart string
-	// LateClock, for a backstop without a ClockStart, lists the room
-	// events on Role's side that may (re)start its clock. It must fire
-	// within its deadline (plus a margin) of the latest one before it: a
-	// deadline enforced late holds the room, and its pages, longer than
-	// configured. Each place that restarts the clock writes one of these;
-	// one that did not restart it only comes after the real start, so it
-	// can hide lateness, never invent it (which is why "too soon" is not
-	// judged from them).
-	LateClock []string
+	// ClockRestarts, for a backstop without a ClockStart, lists the room
+	// events on Role's side that (re)start its clock: every place that
+	// restarts it writes one, and none is written where it does not. It
+	// must fire no sooner than RestartDeadline after the latest one before
+	// it, and no later than that plus a margin: a deadline enforced late
+	// holds the room, and its pages, longer than configured.
+	ClockRestarts []string
 	// PeerNotice is the room event kind on the peer's side that carries
 	// what this backstop waits for ("" when the peer's room ending is that
 	// notice): when the peer recorded it well before the backstop fired,
@@ -116,17 +114,19 @@ func Backstops() []Backstop {
 		{Name: BackstopAbortResend, Role: SideDecode, States: []string{StateFailed}, Config: "ack_timeout",
 			Probe: ProbeDecodeAbortResent, Kind: "abort-resent", Detail: "no ABORT_ACK within the ACK timeout: the ABORT is resent",
 			Clock: "decode aborts a room whose KV transfer was under way, keeping its pages (again at each resend)", PeerNotice: "abort-ack",
-			LateClock: ackClock()},
+			ClockRestarts: ackClock()},
 		{Name: BackstopAck, Role: SideDecode, States: []string{StateFailed}, Config: "ack_timeout",
 			Probe: ProbeDecodeAckTimeoutFree, Kind: BackstopAck, Detail: "freeing pages without prefill's ACK after every resend; retiring prefill's name",
 			Clock: "decode aborts a room whose KV transfer was under way, keeping its pages", PeerNotice: "abort-ack",
-			LateClock: ackClock()},
+			ClockRestarts: ackClock()},
 	}
 }
 
 // ackClock lists the decode events that (re)start the ACK clock: the ABORT
 // sent for a room in transfer, each resend, and pages held for prefill
 // ranks still writing (whose Failed status the clock then waits for).
+// A lost prefill's rooms held on a wire that cannot refuse its writes
+// write RoomEventPagesHeldUnfenced instead, which restarts nothing.
 func ackClock() []string {
 	return []string{RoomEventAbortSent, BackstopAbortResend, RoomEventPagesHeld}
 }
@@ -149,7 +149,7 @@ func LookupBackstop(name string) Backstop {
 
 // Deadline is the backstop's deadline under c (resolved: zero fields are
 // not defaulted here).
-// RestartDeadline is how long after the latest event of LateClock the
+// RestartDeadline is how long after the latest event of ClockRestarts the
 // backstop fires: one ACK timeout for the ACK clock, which each resend
 // restarts (Deadline is the whole run of resends); Deadline otherwise.
 func (b Backstop) RestartDeadline(c EngineConfig) time.Duration {

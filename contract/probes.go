@@ -440,7 +440,7 @@ func probeTable() []Probe {
 		pp(ProbeDecodePrefillLostRoom, "decode/prefill-lost-room", "a room in transfer paired with a lost prefill (or one whose name decode retired) fails at once"),
 		pp(ProbeDecodePrefillLostPrealloc, "decode/prefill-lost-prealloc", "a room still waiting for pages, paired with a lost prefill, fails at once"),
 		pp(ProbeDecodeRetiredPeerFreesPages, "decode/retired-peer-frees-pages", "an aborted room's held pages are freed when its prefill's name is retired: no write of it can land").records(RoomEventPagesFreed),
-		pp(ProbeDecodeUnfencedPagesHeld, "decode/unfenced-pages-held", "a lost prefill's rooms keep their pages until it acknowledges: the wire cannot refuse its writes (Mooncake's session_id carries no epoch)").records(RoomEventPagesHeld),
+		pp(ProbeDecodeUnfencedPagesHeld, "decode/unfenced-pages-held", "a lost prefill's rooms keep their pages until it acknowledges: the wire cannot refuse its writes (Mooncake's session_id carries no epoch)").records(RoomEventPagesHeldUnfenced),
 		pp(ProbeDecodeUnfencedAckResent, "decode/unfenced-ack-resent", "an ABORT went unacknowledged through every resend on a wire that cannot retire names: it is sent again and the pages wait, rather than freed under a prefill that may still write"),
 		pp(ProbeDecodeFailedSticky, "decode/failed-sticky", "a write to a Failed room changes nothing: Failed is sticky until clear"),
 		pn(ProbeDecodeStatusUnexpected, "decode/status-unexpected", "a status branch the fixed decode never takes (tombstone, late worker write, absent room read as waiting, revive) ran on decode: only a regression gets here"),

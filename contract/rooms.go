@@ -138,9 +138,14 @@ const (
 	// RoomEventSuccessIgnored: a Mooncake Success status for a room decode
 	// no longer transfers, ignored.
 	RoomEventSuccessIgnored = "success-ignored"
-	// RoomEventPagesHeld: an aborted or failed room's pages kept until
-	// prefill's writes of it have drained (its ACK or Failed status).
+	// RoomEventPagesHeld: a room failed by some prefill ranks' Failed
+	// status keeps its pages until the other ranks' writes have drained
+	// (their Failed status); it starts the ACK clock.
 	RoomEventPagesHeld = "pages-held"
+	// RoomEventPagesHeldUnfenced: a lost prefill's room keeps its pages
+	// until the prefill acknowledges the ABORT, because the wire cannot
+	// refuse its writes (Mooncake); it does not restart the ACK clock.
+	RoomEventPagesHeldUnfenced = "pages-held-unfenced"
 	// RoomEventPagesFreed: held pages freed because prefill's name was
 	// retired, so no write of it can land.
 	RoomEventPagesFreed = "pages-freed"

@@ -158,7 +158,7 @@ func (d *Decode) fenced() bool { return d.wire.table().epochNames }
 // once: it has nothing in flight).
 func (d *Decode) holdUnfenced(now time.Time, room uint64, why string) {
 	d.probes.Hit(contract.ProbeDecodeUnfencedPagesHeld)
-	d.hist.NoteKnown(now, room, "decode", 0, contract.RoomEventPagesHeld, why+": the wire cannot refuse its writes, so the pages wait for its ACK")
+	d.hist.NoteKnown(now, room, "decode", 0, contract.RoomEventPagesHeldUnfenced, why+": the wire cannot refuse its writes, so the pages wait for its ACK")
 }
 
 // failPeerRooms fails every room paired with bootstrap that has not

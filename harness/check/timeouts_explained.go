@@ -210,11 +210,15 @@ func checkTimeoutsExplained(v *View) CheckResult {
 // the firing with the same clock, so no margin is needed.
 func premature(f firing, own contract.RoomRecord, cfg contract.EngineConfig) string {
 	start, d, ok := clockOf(f, own, cfg)
+	what := f.b.ClockStart
+	if !ok {
+		start, what, d, ok = restartedClockOf(f, own, cfg)
+	}
 	if !ok {
 		return ""
 	}
 	if ran := f.at.Sub(start); ran < d {
-		return fmt.Sprintf("%v after its clock started (%s), %s is %v", ran.Round(time.Millisecond), f.b.ClockStart, f.b.Config, d)
+		return fmt.Sprintf("%v after its clock started (%s), %s is %v", ran.Round(time.Millisecond), what, f.b.Config, d)
 	}
 	return ""
 }
@@ -246,7 +250,7 @@ func (v *View) overdue(f firing, own contract.RoomRecord, cfg contract.EngineCon
 	start, d, ok := clockOf(f, own, cfg)
 	what := f.b.ClockStart
 	if !ok {
-		start, what, d, ok = lateClockOf(f, own, cfg)
+		start, what, d, ok = restartedClockOf(f, own, cfg)
 	}
 	if !ok {
 		return ""
@@ -258,18 +262,18 @@ func (v *View) overdue(f firing, own contract.RoomRecord, cfg contract.EngineCon
 	return fmt.Sprintf("%v after its clock started (%s), %s is %v (%v margin)", ran.Round(time.Millisecond), what, f.b.Config, d, margin)
 }
 
-// lateClockOf is, for a backstop whose clock several events restart
-// (contract.Backstop.LateClock), the latest of them on its own record
+// restartedClockOf is, for a backstop whose clock several events restart
+// (contract.Backstop.ClockRestarts), the latest of them on its own record
 // strictly before it fired (the firing may itself restart the clock, as
-// a resend does) and what it was; ok is false when there is none, the
-// backstop has no deadline, or the record was cut.
-func lateClockOf(f firing, own contract.RoomRecord, cfg contract.EngineConfig) (start time.Time, what string, d time.Duration, ok bool) {
+// a resend does), what it was, and the deadline from it; ok is false when
+// there is none, the backstop has no deadline, or the record was cut.
+func restartedClockOf(f firing, own contract.RoomRecord, cfg contract.EngineConfig) (start time.Time, what string, d time.Duration, ok bool) {
 	d = f.b.RestartDeadline(cfg)
-	if len(f.b.LateClock) == 0 || d <= 0 || nonClear(own.Events) >= contract.MaxRoomEvents {
+	if len(f.b.ClockRestarts) == 0 || d <= 0 || nonClear(own.Events) >= contract.MaxRoomEvents {
 		return start, "", d, false
 	}
 	for _, e := range own.Events {
-		if e.Side == f.b.Role && e.At.Before(f.at) && slices.Contains(f.b.LateClock, e.Kind) && !e.At.Before(start) {
+		if e.Side == f.b.Role && e.At.Before(f.at) && slices.Contains(f.b.ClockRestarts, e.Kind) && !e.At.Before(start) {
 			start, what = e.At, e.Kind
 		}
 	}

@@ -119,13 +119,13 @@ func TestTimeoutsExplainedExcuses(t *testing.T) {
 		{"network fault over the stay", withFault(bound, faults.LayerNetwork), Fail, "states_over_deadline"},
 		{"external target", withEngine(noPeer, func(*contract.EngineConfig) {}), Skip, ""},
 		{"partial engine config", withEngine(readLog(t, "good-timeouts-explained.jsonl"), func(c *contract.EngineConfig) {
-			// Every deadline but bootstrap's and waiting's 10s once
+			// Every deadline but bootstrap's, waiting's and the ACK's
 			// defaulted (the log's waiting backstops fired 2s after their
-			// metadata: with waiting's default they would be premature);
-			// room 2007's metadata comes 8.1s after prefill's bootstrap
-			// deadline, past four of those 2s deadlines
-			// (contract.FailureMemory).
-			*c = contract.EngineConfig{BootstrapTimeout: 2 * time.Second, WaitingTimeout: 2 * time.Second}
+			// metadata, its ACK give-up 2s after its ABORT: with their
+			// defaults they would be premature); room 2007's metadata
+			// comes 8.1s after prefill's bootstrap deadline, past four of
+			// those 2s deadlines (contract.FailureMemory).
+			*c = contract.EngineConfig{BootstrapTimeout: 2 * time.Second, WaitingTimeout: 2 * time.Second, AckTimeout: 2 * time.Second}
 		}), Pass, "states_checked"},
 		// The same log judged as if decode's waiting deadline were 3s: its
 		// waiting backstops fired 2s after their metadata, before it. No
@@ -890,13 +890,14 @@ func TestOutlivedPeerLossJudgesFromTheRequest(t *testing.T) {
 	}
 }
 
-// TestAckClockJudgedLate: the ABORT resend and the ACK give-up have no
-// one event that starts their clock, so "too soon" is not judged; "too
-// late" is, from the latest event that restarts it (abort sent, resend,
-// pages held: contract.Backstop.LateClock). A resend one ACK timeout
-// after the ABORT passes in the simulator; three timeouts after it is
-// overdue; live, the state margin allows a loaded machine the same.
-func TestAckClockJudgedLate(t *testing.T) {
+// TestAckClockJudgedBothWays: the ABORT resend and the ACK give-up have no
+// one event that starts their clock; they are judged from the latest
+// event that restarts it (abort sent, resend, pages held for other ranks:
+// contract.Backstop.ClockRestarts). A resend one ACK timeout after the
+// ABORT passes; half a timeout after it is too soon, live or simulated;
+// three timeouts after it is overdue, and half a second late only in the
+// simulator (live, the state margin allows a loaded machine that much).
+func TestAckClockJudgedBothWays(t *testing.T) {
 	t.Parallel()
 	// resend adds decode's resend of the first ABORT it sent, after it.
 	resend := func(evs []Event, after time.Duration) []Event {
@@ -921,20 +922,26 @@ func TestAckClockJudgedLate(t *testing.T) {
 	}
 	ack := 2 * time.Second // the log's ack_timeout
 	for _, tc := range []struct {
-		name    string
-		evs     []Event
-		overdue bool
+		name               string
+		evs                []Event
+		premature, overdue bool
 	}{
-		{"resend on time, simulator", inSim(resend(readLog(t, "good-timeouts-explained.jsonl"), ack+10*time.Millisecond)), false},
-		{"resend three timeouts late, simulator", inSim(resend(readLog(t, "good-timeouts-explained.jsonl"), 3*ack)), true},
-		{"resend half a second late, live", resend(readLog(t, "good-timeouts-explained.jsonl"), ack+500*time.Millisecond), false},
-		{"resend three timeouts late, live", resend(readLog(t, "good-timeouts-explained.jsonl"), 3*ack), true},
+		{"resend on time, simulator", inSim(resend(readLog(t, "good-timeouts-explained.jsonl"), ack+10*time.Millisecond)), false, false},
+		{"resend half a second late, simulator", inSim(resend(readLog(t, "good-timeouts-explained.jsonl"), ack+500*time.Millisecond)), false, true},
+		{"resend three timeouts late, simulator", inSim(resend(readLog(t, "good-timeouts-explained.jsonl"), 3*ack)), false, true},
+		{"resend half a timeout early, simulator", inSim(resend(readLog(t, "good-timeouts-explained.jsonl"), ack/2)), true, false},
+		{"resend half a second late, live", resend(readLog(t, "good-timeouts-explained.jsonl"), ack+500*time.Millisecond), false, false},
+		{"resend three timeouts late, live", resend(readLog(t, "good-timeouts-explained.jsonl"), 3*ack), false, true},
+		{"resend half a timeout early, live", resend(readLog(t, "good-timeouts-explained.jsonl"), ack/2), true, false},
 	} {
 		c, _ := Judge(tc.evs, Floor{}).Get(contract.CheckTimeoutsExplained)
+		if got := c.Evidence["backstops_premature"] > 0; got != tc.premature {
+			t.Errorf("%s: premature %v, want %v: %s", tc.name, got, tc.premature, c.Summary)
+		}
 		if got := c.Evidence["backstops_overdue"] > 0; got != tc.overdue {
 			t.Errorf("%s: overdue %v, want %v: %s", tc.name, got, tc.overdue, c.Summary)
 		}
-		if tc.overdue && (c.Status != Fail || !strings.Contains(c.Summary, "after its clock started ("+contract.RoomEventAbortSent+")")) {
+		if (tc.overdue || tc.premature) && (c.Status != Fail || !strings.Contains(c.Summary, "after its clock started ("+contract.RoomEventAbortSent+")")) {
 			t.Errorf("%s: %s %q, want a failure naming the clock's start", tc.name, c.Status, c.Summary)
 		}
 	}
