@@ -140,12 +140,8 @@ func RunPlanted(ctx context.Context, opts Options, bugs []Planted) ([]PlantedOut
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(opts.Work, "module")
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, fmt.Errorf("mutate: clear %s: %w", dir, err)
-	}
-	fmt.Fprintf(opts.Log, "copy %s to %s\n", opts.Root, dir)
-	if err := CopyModule(ctx, opts.Root, dir); err != nil {
+	dir, err := scratchCopy(ctx, opts)
+	if err != nil {
 		return nil, err
 	}
 	// Every entry must still match before the first build: a stale

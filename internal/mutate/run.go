@@ -223,12 +223,8 @@ func Run(ctx context.Context, opts Options, mutants []Mutant) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Seed: opts.Seed, SimSeeds: opts.SimSeeds, Coverage: opts.Coverage, CoverageFailures: opts.CoverageFailures}
-	dir := filepath.Join(opts.Work, "module")
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, fmt.Errorf("mutate: clear %s: %w", dir, err)
-	}
-	fmt.Fprintf(opts.Log, "copy %s to %s\n", opts.Root, dir)
-	if err := CopyModule(ctx, opts.Root, dir); err != nil {
+	dir, err := scratchCopy(ctx, opts)
+	if err != nil {
 		return nil, err
 	}
 	if rep.Coverage == nil {
@@ -551,4 +547,18 @@ func presetArgs(preset string) (name string, args []string, err error) {
 
 func safe(id string) string {
 	return strings.NewReplacer("/", "_", "@", "_", ":", "_").Replace(id)
+}
+
+// scratchCopy copies opts.Root afresh to Work/module, the one copy a
+// screen mutates, and returns its path.
+func scratchCopy(ctx context.Context, opts Options) (string, error) {
+	dir := filepath.Join(opts.Work, "module")
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("mutate: clear %s: %w", dir, err)
+	}
+	fmt.Fprintf(opts.Log, "copy %s to %s\n", opts.Root, dir)
+	if err := CopyModule(ctx, opts.Root, dir); err != nil {
+		return "", err
+	}
+	return dir, nil
 }
