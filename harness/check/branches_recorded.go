@@ -2,8 +2,8 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/pdchaos/pdchaos/contract"
@@ -21,28 +21,16 @@ import (
 // room it never knew) too. Skipped when no role reported its events (an
 // external deployment, or an engine older than the count).
 func checkBranchesRecorded(v *View) CheckResult {
-	roles := slices.Sorted(func(yield func(string) bool) {
-		for src := range v.CodeProbes {
-			if !yield(src) {
-				return
-			}
-		}
-	})
 	ev := map[string]int64{}
 	var heads, details []string
 	checked := 0
-	for _, src := range roles {
+	for _, src := range slices.Sorted(maps.Keys(v.CodeProbes)) {
 		cp := v.CodeProbes[src]
 		if cp.Err != "" || cp.Recorded == nil {
 			continue
 		}
 		byKind := contract.ProbesRecording(cp.Role)
-		kinds := make([]string, 0, len(byKind))
-		for k := range byKind {
-			kinds = append(kinds, k)
-		}
-		sort.Strings(kinds)
-		for _, kind := range kinds {
+		for _, kind := range slices.Sorted(maps.Keys(byKind)) {
 			checked++
 			var want int64
 			var names []string
